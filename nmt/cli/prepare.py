@@ -1,0 +1,6 @@
+"""Console script ``nmt-prepare`` (see :mod:`nmt.data.prepare`)."""
+from nmt.data.prepare import cli_main as _prepare_main
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    return _prepare_main(argv)

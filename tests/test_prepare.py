@@ -1,0 +1,98 @@
+"""nmt-prepare on a tiny hand-written corpus and on the first 200 pairs of real Multi30k."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nmt.data import corpora
+from nmt.data.io import DataError, read_lines
+from nmt.data.prepare import PrepareConfig, cli_main, prepare_parallel
+from nmt.data.vocab import Vocabulary, load_vocab
+
+TINY = Path(__file__).parent / "data" / "tiny"
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+@pytest.fixture
+def tiny_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data root laid out like multi30k/, gzipped from tests/data/tiny."""
+    root = tmp_path / "mt_data"
+    (root / "multi30k").mkdir(parents=True)
+    layout = {"train": "train", "val": "val", "test_2016_flickr": "test", "test_2017_flickr": "test"}
+    for split, name in layout.items():
+        for lang in ("en", "fr"):
+            data = (TINY / f"{name}.{lang}").read_bytes()
+            (root / "multi30k" / f"{split}.{lang}.gz").write_bytes(gzip.compress(data))
+    monkeypatch.setenv("MT_DATA", str(root))
+    monkeypatch.setenv("MT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(corpora, "_urlopen", lambda url: pytest.fail(f"network used: {url}"))
+    return root
+
+
+def test_prepare_tiny_corpus(tiny_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cfg = PrepareConfig(out_dir=str(out), max_len=12, src_vocab_size=5, tgt_vocab_size=100)
+    stats = prepare_parallel(cfg)
+    train = stats["splits"]["train"]
+    assert train["pairs_read"] == 8 and train["kept"] == 6
+    assert train["dropped"] == {"empty": 1, "too_short": 0, "too_long": 1}
+    assert json.loads((out / "prepare.json").read_text(encoding="utf-8")) == stats
+    for split, n in (("train", 6), ("val", 2), ("test_2016_flickr", 1), ("test_2017_flickr", 1)):
+        for lang in ("en", "fr"):
+            assert len(read_lines(out / f"{split}.{lang}")) == n
+            assert len(read_lines(out / f"{split}.tok.{lang}")) == n
+    assert read_lines(out / "train.tok.en")[3].split()[4] == "&#124;"
+    assert read_lines(out / "train.fr")[2] == "L'enseignant des enfants lit un livre."
+    src_vocab = load_vocab(out / "vocab.en.tsv")
+    assert isinstance(src_vocab, Vocabulary) and len(src_vocab) == 4 + 5
+    assert stats["vocab"]["en"] == {"file": "vocab.en.tsv", "size": 9, "fingerprint": src_vocab.fingerprint()}
+    val_fr_tokens = 6 + 4
+    assert stats["splits"]["val"]["tokens"]["fr"] == val_fr_tokens
+    # "chien" occurs only in the dropped long training pair
+    assert stats["dev_oov_rate"]["fr"] == pytest.approx(1 / val_fr_tokens, abs=1e-6)
+    assert yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))["max_len"] == 12
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_prepare_sentencepiece_and_cli(tiny_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sp"
+    assert cli_main(["--out-dir", str(out), "--tokenizer", "sentencepiece", "--sp-vocab-size", "60",
+                     "--test-splits", "test_2016_flickr", "--max-train-pairs", "7"]) == 0
+    stats = json.loads((out / "prepare.json").read_text(encoding="utf-8"))
+    assert stats["splits"]["train"]["pairs_read"] == 7
+    assert (out / "sp.en.model").is_file() and stats["vocab"]["fr"]["size"] == 60
+    assert "▁" in read_lines(out / "val.tok.fr")[0]
+    assert not (out / "test_2017_flickr.en").exists()
+
+
+def test_prepare_reports_bad_input(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    val_fr = tiny_root / "multi30k" / "val.fr.gz"
+    val_fr.write_bytes(gzip.compress(b"Un chien.\n"))
+    with pytest.raises(DataError, match="val.fr.gz: line 2: .*val.en.gz has 2 lines.*val.fr.gz has 1 lines"):
+        prepare_parallel(PrepareConfig(out_dir=str(tmp_path / "o")))
+    train_en = tiny_root / "multi30k" / "train.en.gz"
+    train_en.write_bytes(gzip.compress((TINY / "train.en").read_bytes() + b"extra\n"))
+    with pytest.raises(DataError, match="train.en.gz has 9 lines.*train.fr.gz has 8 lines"):
+        prepare_parallel(PrepareConfig(out_dir=str(tmp_path / "o"), max_train_pairs=2))
+    assert cli_main(["--out-dir", str(tmp_path / "o2"), "--tokenizer", "bpe"]) == 1
+    assert "tokenizer must be one of" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (SHARED / "multi30k" / "train.en.gz").is_file(), reason="shared data absent")
+def test_prepare_real_multi30k_first_200(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MT_DATA", str(SHARED))
+    monkeypatch.setattr(corpora, "_urlopen", lambda url: pytest.fail(f"network used: {url}"))
+    out = tmp_path / "m30k"
+    stats = prepare_parallel(PrepareConfig(out_dir=str(out), max_train_pairs=200, test_splits=[]))
+    assert stats["splits"]["train"]["pairs_read"] == 200
+    assert stats["splits"]["train"]["kept"] == 200
+    assert stats["splits"]["val"]["pairs"] == 1014
+    assert 0 < stats["dev_oov_rate"]["fr"] < 0.6
+    assert read_lines(out / "train.en")[0] == "Two young, White males are outside near many bushes."
+    assert read_lines(out / "train.tok.en")[0].startswith("Two young , White males")
+    shutil.rmtree(out)

@@ -1,0 +1,48 @@
+"""``nmt-score``: ln p(target | source) of each given pair with a trained encoder–decoder, one per line."""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+import torch
+
+from nmt import config as C
+from nmt.data.io import atomic_write, read_parallel
+from nmt.model_io import load_translation_model
+from nmt.scoring import PairScorer
+
+
+@dataclass
+class ScoreConfig:
+    model: str = C.field("work/model", help="model folder (or checkpoint file) written by nmt-train")
+    checkpoint: str = C.field("best", help="which checkpoint of a model folder: best or last")
+    src: str = C.field("", help="tokenized source sentences/phrases, one per line")
+    tgt: str = C.field("", help="tokenized target sentences/phrases, line-aligned with --src")
+    output: str = C.field("-", help="one score per line ('-' = stdout)")
+    probabilities: bool = C.field(False, help="print p(target | source) instead of the natural log")
+    max_tokens: int = C.field(4000, help="padded target tokens per batch")
+    threads: int = C.field(2, help="torch threads")
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    cfg = C.parse(ScoreConfig, argv, description=__doc__)
+    if not cfg.src or not cfg.tgt:
+        raise SystemExit("nmt-score: --src and --tgt are required")
+    torch.set_num_threads(cfg.threads)
+    loaded = load_translation_model(cfg.model, which=cfg.checkpoint)
+    pairs = read_parallel(cfg.src, cfg.tgt)
+    scorer = PairScorer(loaded.model, loaded.src_vocab, loaded.tgt_vocab, max_tokens=cfg.max_tokens)
+    scores = scorer.score_pairs([s.split() for s, _ in pairs], [t.split() for _, t in pairs])
+    values = [math.exp(s.log_prob) if cfg.probabilities else s.log_prob for s in scores]
+    text = "".join(f"{v:.6g}\n" if cfg.probabilities else f"{v:.6f}\n" for v in values)
+    if cfg.output == "-":
+        sys.stdout.write(text)
+    else:
+        with atomic_write(cfg.output) as fh:
+            fh.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

@@ -1,0 +1,57 @@
+"""Load a trained encoder–decoder with its vocabularies, checking that they match."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from nmt.checkpoint import load_checkpoint
+from nmt.data.vocab import Vocabulary, load_vocab
+from nmt.models.gru_encdec import GRUEncDecConfig, GRUEncoderDecoder, build_model
+
+
+@dataclass
+class LoadedModel:
+    model: GRUEncoderDecoder
+    src_vocab: Vocabulary
+    tgt_vocab: Vocabulary
+    path: Path
+
+
+def _checkpoint_path(path: str | Path, which: str) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        path = path / f"checkpoint_{which}.pt"
+    return path
+
+
+def load_translation_model(path: str | Path, *, which: str = "best", src_vocab: str | None = None,
+                           tgt_vocab: str | None = None, device: str = "cpu") -> LoadedModel:
+    """Load ``path`` (a checkpoint or a model folder → ``checkpoint_<which>.pt``) in eval mode.
+
+    Vocabularies default to the copies in the model folder; any vocabulary whose
+    fingerprint differs from the one recorded at training time is refused.
+    """
+    ckpt_path = _checkpoint_path(path, which)
+    state = load_checkpoint(ckpt_path)
+    if state.get("config", {}).get("task") != "translation":
+        raise ValueError(f"{ckpt_path}: not a translation-model checkpoint")
+    cfg = GRUEncDecConfig(**state["config"]["model"])
+    vocabs = []
+    for side, given in (("src", src_vocab), ("tgt", tgt_vocab)):
+        recorded = state["vocab"][side]
+        candidates = [given] if given else [str(p) for p in sorted(ckpt_path.parent.glob(f"{side}_vocab.*"))] + [
+            recorded["path"]]
+        existing = [c for c in candidates if c and Path(c).exists()]
+        if not existing:
+            raise FileNotFoundError(f"{ckpt_path}: {side} vocabulary not found (tried {candidates})")
+        vocab = load_vocab(existing[0])
+        if vocab.fingerprint() != recorded["fingerprint"]:
+            raise ValueError(f"model/vocabulary mismatch: {existing[0]} (fingerprint {vocab.fingerprint()}) is not "
+                             f"the {side} vocabulary {ckpt_path} was trained with ({recorded['fingerprint']})")
+        vocabs.append(vocab)
+    model = build_model(cfg, len(vocabs[0]), len(vocabs[1]))
+    model.load_state_dict(state["model"])
+    model.to(device).eval()
+    return LoadedModel(model, vocabs[0], vocabs[1], ckpt_path)

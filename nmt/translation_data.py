@@ -1,0 +1,123 @@
+"""Training data for the encoder–decoder: sentence pairs or the unique pairs of a phrase table."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from nmt.config import field
+from nmt.data.batching import pair_batch, bucketed_batches
+from nmt.data.io import DataError, iter_lines, read_parallel
+from nmt.data.vocab import Vocabulary, load_vocab
+from nmt.models.gru_encdec import PAD
+
+
+@dataclass
+class TranslationDataConfig:
+    data_dir: str | None = field(None, help="folder written by nmt-prepare (fills the paths below)")
+    src_lang: str = field("en", help="source language code")
+    tgt_lang: str = field("fr", help="target language code")
+    train_src: str | None = field(None, help="tokenized training source file (default: DATA_DIR/train.tok.SRC)")
+    train_tgt: str | None = field(None, help="tokenized training target file (default: DATA_DIR/train.tok.TGT)")
+    dev_src: str | None = field(None, help="tokenized dev source file (default: DATA_DIR/val.tok.SRC)")
+    dev_tgt: str | None = field(None, help="tokenized dev target file (default: DATA_DIR/val.tok.TGT)")
+    src_vocab: str | None = field(None, help="source vocabulary (default: DATA_DIR/vocab.SRC.tsv)")
+    tgt_vocab: str | None = field(None, help="target vocabulary (default: DATA_DIR/vocab.TGT.tsv)")
+    phrase_table: str | None = field(None, help="train on the unique pairs of this Moses phrase table instead "
+                                                "of sentence pairs (frequencies ignored, as in the paper)")
+    max_len: int = field(80, help="drop training pairs longer than this many tokens on either side")
+    dev_max_pairs: int | None = field(None, help="use only the first N dev pairs for validation")
+    preset: str = field("cpu-small", help="model preset: cho2014 (paper sizes), cpu-base, cpu-small, tiny")
+
+    def resolved_paths(self) -> dict[str, str]:
+        base = Path(self.data_dir) if self.data_dir else None
+        defaults = {
+            "train_src": f"train.tok.{self.src_lang}", "train_tgt": f"train.tok.{self.tgt_lang}",
+            "dev_src": f"val.tok.{self.src_lang}", "dev_tgt": f"val.tok.{self.tgt_lang}",
+            "src_vocab": f"vocab.{self.src_lang}.tsv", "tgt_vocab": f"vocab.{self.tgt_lang}.tsv",
+        }
+        out = {}
+        for key, name in defaults.items():
+            value = getattr(self, key)
+            if value is None:
+                if base is None:
+                    if key.startswith("train") and self.phrase_table:
+                        continue
+                    raise ValueError(f"--{key.replace('_', '-')} is required when --data-dir is not given")
+                value = str(base / name)
+            out[key] = value
+        return out
+
+
+def read_tokenized_pairs(src_path: str, tgt_path: str) -> list[tuple[list[str], list[str]]]:
+    return [(s.split(), t.split()) for s, t in read_parallel(src_path, tgt_path)]
+
+
+def unique_phrase_pairs(table_path: str) -> list[tuple[list[str], list[str]]]:
+    """Unique (source, target) phrase pairs of a Moses table, in table order; counts are ignored."""
+    seen: set[tuple[str, str]] = set()
+    pairs = []
+    for line_no, line in enumerate(iter_lines(table_path), 1):
+        fields = line.split(" ||| ")
+        if len(fields) < 3 or not fields[0].strip() or not fields[1].strip():
+            raise DataError(f"{table_path}: line {line_no}: not a Moses phrase-table line: {line[:80]!r}")
+        key = (fields[0].strip(), fields[1].strip())
+        if key not in seen:
+            seen.add(key)
+            pairs.append((key[0].split(), key[1].split()))
+    return pairs
+
+
+class TranslationTask:
+    """Encoded pairs + the teacher-forced loss of the encoder–decoder."""
+
+    def __init__(self, cfg: TranslationDataConfig, dev_batch_size: int = 64):
+        self.cfg = cfg
+        self.paths = cfg.resolved_paths()
+        self.src_vocab: Vocabulary = load_vocab(self.paths["src_vocab"])
+        self.tgt_vocab: Vocabulary = load_vocab(self.paths["tgt_vocab"])
+        if cfg.phrase_table:
+            raw = unique_phrase_pairs(cfg.phrase_table)
+        else:
+            raw = read_tokenized_pairs(self.paths["train_src"], self.paths["train_tgt"])
+        kept = [(s, t) for s, t in raw if len(s) <= cfg.max_len and len(t) <= cfg.max_len]
+        self.num_dropped = len(raw) - len(kept)
+        self.train_src = [self.src_vocab.encode(s) for s, _ in kept]
+        self.train_tgt = [self.tgt_vocab.encode(t) for _, t in kept]
+        dev = read_tokenized_pairs(self.paths["dev_src"], self.paths["dev_tgt"])
+        if cfg.dev_max_pairs:
+            dev = dev[:cfg.dev_max_pairs]
+        self.dev_src = [self.src_vocab.encode(s) for s, _ in dev]
+        self.dev_tgt = [self.tgt_vocab.encode(t) for _, t in dev]
+        self.dev_batch_size = dev_batch_size
+        self._dev_batches: list[dict[str, torch.Tensor]] | None = None
+
+    def train_lengths(self) -> list[int]:
+        return [max(len(s), len(t)) for s, t in zip(self.train_src, self.train_tgt)]
+
+    def make_batch(self, indices: np.ndarray) -> dict[str, torch.Tensor]:
+        return pair_batch([self.train_src[i] for i in indices], [self.train_tgt[i] for i in indices])
+
+    def dev_batches(self) -> list[dict[str, torch.Tensor]]:
+        if self._dev_batches is None:
+            lengths = [max(len(s), len(t)) for s, t in zip(self.dev_src, self.dev_tgt)]
+            order = bucketed_batches(lengths, batch_size=self.dev_batch_size, shuffle=False)
+            self._dev_batches = [pair_batch([self.dev_src[i] for i in b], [self.dev_tgt[i] for i in b])
+                                 for b in order]
+        return self._dev_batches
+
+    @staticmethod
+    def loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
+        logits = model(batch["src"], batch["tgt_in"])
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch["tgt_out"].reshape(-1),
+                              ignore_index=PAD, reduction="sum")
+        return nll, int((batch["tgt_out"] != PAD).sum())
+
+    def checkpoint_extras(self) -> dict[str, Any]:
+        return {"vocab": {"src": {"path": self.paths["src_vocab"], "fingerprint": self.src_vocab.fingerprint()},
+                          "tgt": {"path": self.paths["tgt_vocab"], "fingerprint": self.tgt_vocab.fingerprint()}}}

@@ -1,0 +1,80 @@
+"""nmt-train: learning, exact resume, and kill -9 in the middle of training."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from nmt.checkpoint import load_checkpoint
+from nmt.cli.train import cli_main as train_main
+
+
+def _args(data: Path, out: Path, *extra: str) -> list[str]:
+    return ["--data-dir", str(data), "--out-dir", str(out), "--preset", "tiny", "--dropout", "0.1",
+            "--optimizer", "adam", "--lr", "0.01", "--batch-size", "16", "--progress", "false", *extra]
+
+
+def _assert_same_state(a: Path, b: Path) -> None:
+    sa, sb = load_checkpoint(a), load_checkpoint(b)
+    assert sa["train_state"]["step"] == sb["train_state"]["step"]
+    for name, tensor in sa["model"].items():
+        assert torch.equal(tensor, sb["model"][name]), name
+    for (ka, va), (kb, vb) in zip(sa["optimizer"]["state"].items(), sb["optimizer"]["state"].items()):
+        assert ka == kb
+        for key in va:
+            assert torch.equal(va[key], vb[key]), (ka, key)
+
+
+def test_training_lowers_dev_loss(toy_data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    assert train_main(_args(toy_data, out, "--max-epochs", "16", "--patience", "0", "--lr", "0.03", "--dropout", "0")) == 0
+    history = json.loads((out / "history.json").read_text())
+    dev = [h["dev_loss"] for h in history if "dev_loss" in h]
+    assert len(dev) == 16 and dev[-1] < dev[0] - 1.0
+    assert (out / "checkpoint_best.pt").exists() and (out / "train.log").exists()
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert cfg["model"]["hidden_dim"] == 32 and cfg["optim"]["optimizer"] == "adam"
+
+
+def test_resume_continues_exactly(toy_data: Path, tmp_path: Path) -> None:
+    full, split = tmp_path / "full", tmp_path / "split"
+    train_main(_args(toy_data, full, "--max-updates", "23", "--save-every", "5"))
+    train_main(_args(toy_data, split, "--max-updates", "9", "--save-every", "5"))  # stops mid-epoch
+    assert load_checkpoint(split / "checkpoint_last.pt")["train_state"]["step"] == 9
+    train_main(_args(toy_data, split, "--max-updates", "23", "--save-every", "5", "--resume"))
+    _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+
+
+def test_kill9_then_resume(toy_data: Path, tmp_path: Path) -> None:
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    common = ["--max-updates", "120", "--save-every", "4", "--eval-every", "10"]
+    train_main(_args(toy_data, full, *common))
+    cmd = [sys.executable, "-m", "nmt.cli.train", *_args(toy_data, killed, *common)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    last = killed / "checkpoint_last.pt"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if last.exists() and load_checkpoint(last)["train_state"]["step"] >= 8:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "training finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    step_at_kill = load_checkpoint(last)["train_state"]["step"]
+    assert 8 <= step_at_kill < 120
+    # nothing left half-written: every file in the folder loads
+    for path in killed.iterdir():
+        if path.suffix == ".pt":
+            load_checkpoint(path)
+        elif path.suffix == ".json":
+            json.loads(path.read_text())
+    assert not [p for p in killed.iterdir() if p.name.startswith(".")], "temp files left behind"
+    train_main(_args(toy_data, killed, *common, "--resume"))
+    _assert_same_state(full / "checkpoint_last.pt", last)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Multi30k En→Fr with the RNN Encoder–Decoder: prepare → train → translate both
+# test sets → BLEU and chrF (sacreBLEU, detokenised output vs raw references).
+#   recipes/multi30k_enfr/run.sh [--quick] [--work DIR]
+# Data: $MT_DATA (default ../shared/data beside the repository).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+quick=0
+work=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --work) work=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+export MT_DATA=${MT_DATA:-$root/../shared/data}
+suffix=$([ $quick = 1 ] && echo _quick || true)
+work=${work:-$root/work/multi30k_enfr$suffix}
+bin=${BIN:-$root/.venv/bin}
+cfg=$here/config.yaml
+train_section=$([ $quick = 1 ] && echo train_quick || echo train)
+mkdir -p "$work"
+start=$(date +%s)
+
+echo "== prepare ($work/data)"
+"$bin/nmt-prepare" --config "$cfg:prepare" --out-dir "$work/data"
+
+echo "== train ($train_section)"
+"$bin/nmt-train" --config "$cfg:$train_section" --data-dir "$work/data" --out-dir "$work/model" --resume
+train_end=$(date +%s)
+
+for split in test_2016_flickr test_2017_flickr; do
+  echo "== translate $split"
+  "$bin/nmt-translate" --config "$cfg:translate" --model "$work/model" --input "$work/data/$split.en" \
+    --output "$work/$split.hyp.fr"
+done
+echo "== evaluate"
+for split in test_2016_flickr test_2017_flickr; do
+  "$bin/nmt-evaluate" --hyp "$work/$split.hyp.fr" --ref "$work/data/$split.fr" --name "$split" \
+    --json "$work/$split.scores.json"
+done | tee "$work/scores.txt"
+end=$(date +%s)
+echo "training $((train_end - start)) s (incl. data preparation), total $((end - start)) s; outputs in $work"

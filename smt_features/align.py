@@ -1,0 +1,355 @@
+"""Word alignment with eflomal in both directions, and symmetrization.
+
+Pipeline: tokenized sentence pairs → eflomal (``eflomal.cython`` API of
+eflomal 2.0: ``read_text`` → ``write_text`` → ``align``, which runs the
+bundled ``eflomal`` binary and writes forward and reverse links) →
+symmetrization → Pharaoh lines ``i-j`` (0-based source index ``i``, target
+index ``j``).
+
+Case: by default the aligner sees **lowercased** tokens (``lowercase=True``;
+eflomal's own ``Aligner`` always lowercases), which pools the statistics of
+``A``/``a``. Lowercasing is for alignment only: indices refer to the
+tokens as given, and the phrase table keeps the case of the tokenized text
+it is built from (truecase or lowercase that text consistently, before
+alignment, if the decoder input is truecased/lowercased).
+
+Both eflomal outputs use source-target order (eflomal README). The forward
+direction gives each target word at most one source word (Koehn's
+``e2f``, e = target/English, f = source/foreign); the reverse direction gives
+each source word at most one target word (``f2e``).
+
+eflomal samples (Gibbs), so two runs can give slightly different alignments.
+Sentences of 1024 or more tokens are not aligned by eflomal (empty links).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from nmt.data.io import DataError, atomic_write, iter_lines, iter_parallel
+
+log = logging.getLogger(__name__)
+
+PathLike = str | os.PathLike[str]
+Link = tuple[int, int]
+Links = list[Link]
+
+SYMMETRIZATIONS = ("intersection", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and")
+
+# Koehn's neighbourhood in (d_e, d_f) = (target, source) offsets, in the order of the
+# pseudo code on the Moses "Training Step 3: Align Words" page.
+_NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
+
+
+class AlignmentError(RuntimeError):
+    """eflomal did not produce the expected output."""
+
+
+# --------------------------------------------------------------------------- Pharaoh format
+
+def parse_pharaoh(line: str, src_len: int | None = None, tgt_len: int | None = None) -> Links:
+    """``"0-0 1-2"`` → ``[(0, 0), (1, 2)]``; checks the ranges when lengths are given."""
+    links = []
+    for tok in line.split():
+        a, dash, b = tok.partition("-")
+        if not (dash and a.isdigit() and b.isdigit() and a.isascii() and b.isascii()):
+            raise ValueError(f"bad alignment point {tok!r} (expected i-j)")
+        i, j = int(a), int(b)
+        if (src_len is not None and i >= src_len) or (tgt_len is not None and j >= tgt_len):
+            raise ValueError(f"alignment point {tok} out of range for lengths {src_len}, {tgt_len}")
+        links.append((i, j))
+    return links
+
+
+def format_pharaoh(links: Iterable[Link]) -> str:
+    return " ".join(f"{i}-{j}" for i, j in links)
+
+
+def write_alignments(path: PathLike, alignments: Iterable[Iterable[Link]]) -> int:
+    """Write one Pharaoh line per sentence, atomically; returns the number of lines."""
+    n = 0
+    with atomic_write(path) as fh:
+        for links in alignments:
+            fh.write(format_pharaoh(links))
+            fh.write("\n")
+            n += 1
+    return n
+
+
+def read_alignments(path: PathLike, lengths: Sequence[tuple[int, int]] | None = None) -> list[Links]:
+    """Read a Pharaoh file; with ``lengths`` (src, tgt) per line, check line count and ranges."""
+    out = []
+    for line_no, line in enumerate(iter_lines(path, allow_empty=True), start=1):
+        if lengths is not None and line_no > len(lengths):
+            raise DataError(path, line_no, f"more alignment lines than the {len(lengths)} sentence pairs")
+        sl, tl = lengths[line_no - 1] if lengths is not None else (None, None)
+        try:
+            out.append(parse_pharaoh(line, sl, tl))
+        except ValueError as err:
+            raise DataError(path, line_no, str(err)) from None
+    if lengths is not None and len(out) != len(lengths):
+        raise DataError(path, len(out) + 1, f"{len(out)} alignment lines for {len(lengths)} sentence pairs")
+    return out
+
+
+# --------------------------------------------------------------------------- symmetrization
+
+def symmetrize(forward: Iterable[Link], reverse: Iterable[Link], src_len: int, tgt_len: int,
+               method: str = "grow-diag-final-and") -> Links:
+    """Combine two directional alignments (both ``(src, tgt)`` points) into one.
+
+    ``forward`` is Koehn's ``e2f`` (each target word linked to ≤ 1 source
+    word: eflomal's forward links), ``reverse`` is ``f2e``. Methods, after
+    Koehn's pseudo code (Moses manual, "Training Step 3: Align Words"):
+
+    * ``intersection``, ``union``;
+    * ``grow-diag``: start from the intersection; repeat until nothing is
+      added: scan target word ``e`` = 0…, source word ``f`` = 0… and for
+      every current point, add each of its 8 neighbours (order ``(-1,0),
+      (0,-1), (1,0), (0,1), (-1,-1), (-1,1), (1,-1), (1,1)`` in (e, f)) that
+      is in the union and whose target or source word is still unaligned;
+    * ``grow-diag-final``: then ``FINAL(e2f)``, ``FINAL(f2e)``: scan e, f and
+      add each point of that direction whose target *or* source word is
+      unaligned;
+    * ``grow-diag-final-and``: the same with target *and* source word unaligned.
+
+    Points added during a scan are seen by the rest of that scan (the pseudo
+    code reads the current alignment). Returns points sorted by (src, tgt).
+    """
+    if method not in SYMMETRIZATIONS:
+        raise ValueError(f"unknown symmetrization {method!r}; choose from {SYMMETRIZATIONS}")
+    fwd = set(forward)
+    rev = set(reverse)
+    for i, j in fwd | rev:
+        if not (0 <= i < src_len and 0 <= j < tgt_len):
+            raise ValueError(f"alignment point {i}-{j} out of range for lengths {src_len}, {tgt_len}")
+    if method == "intersection":
+        return sorted(fwd & rev)
+    union = fwd | rev
+    if method == "union":
+        return sorted(union)
+
+    n_e, n_f = tgt_len, src_len
+    rows = [0] * n_e          # rows[e]: bit f set when (f, e) is in the alignment
+    e_aligned = [0] * n_e
+    f_aligned = [0] * n_f
+    for f, e in fwd & rev:
+        rows[e] |= 1 << f
+        e_aligned[e] += 1
+        f_aligned[f] += 1
+
+    # Only union points not yet in the alignment can ever be added; when none of them
+    # has an unaligned word, a further scan cannot add anything (same result, less work).
+    candidates = {(f, e) for f, e in union if not rows[e] >> f & 1}
+    while any(not e_aligned[e] or not f_aligned[f] for f, e in candidates):   # GROW-DIAG
+        added = False
+        for e in range(n_e):
+            last = -1
+            while True:
+                rest = rows[e] >> (last + 1)
+                if not rest:
+                    break
+                f = last + (rest & -rest).bit_length()   # next aligned f > last
+                last = f
+                for de, df in _NEIGHBOURS:
+                    e_new, f_new = e + de, f + df
+                    if (f_new, e_new) in candidates and (not e_aligned[e_new] or not f_aligned[f_new]):
+                        rows[e_new] |= 1 << f_new
+                        e_aligned[e_new] += 1
+                        f_aligned[f_new] += 1
+                        candidates.discard((f_new, e_new))
+                        added = True
+        if not added:
+            break
+
+    if method != "grow-diag":
+        both = method == "grow-diag-final-and"
+        for direction in (fwd, rev):               # FINAL(e2f); FINAL(f2e)
+            for f, e in sorted(direction, key=lambda p: (p[1], p[0])):
+                if rows[e] >> f & 1:
+                    continue
+                if (not e_aligned[e] and not f_aligned[f]) if both else \
+                        (not e_aligned[e] or not f_aligned[f]):
+                    rows[e] |= 1 << f
+                    e_aligned[e] += 1
+                    f_aligned[f] += 1
+
+    points = []
+    for e in range(n_e):
+        m = rows[e]
+        f = 0
+        while m:
+            if m & 1:
+                points.append((f, e))
+            m >>= 1
+            f += 1
+    points.sort()
+    return points
+
+
+def fork_pool(processes: int):
+    """A ``multiprocessing`` pool with the ``fork`` start method (workers inherit module globals)."""
+    import multiprocessing
+
+    return multiprocessing.get_context("fork").Pool(processes)
+
+
+def can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _symmetrize_chunk(args: tuple) -> list[Links]:
+    fwd, rev, lengths, method = args
+    return [symmetrize(a, b, sl, tl, method) for a, b, (sl, tl) in zip(fwd, rev, lengths)]
+
+
+def symmetrize_corpus(forward: Sequence[Links], reverse: Sequence[Links],
+                      lengths: Sequence[tuple[int, int]], method: str = "grow-diag-final-and",
+                      processes: int = 1) -> list[Links]:
+    """:func:`symmetrize` for every sentence; ``processes`` > 1 splits the corpus over a pool."""
+    if not (len(forward) == len(reverse) == len(lengths)):
+        raise ValueError(f"{len(forward)} forward, {len(reverse)} reverse alignments "
+                         f"for {len(lengths)} sentence pairs")
+    n = len(lengths)
+    if processes <= 1 or n < 2000 or not can_fork():
+        return _symmetrize_chunk((forward, reverse, lengths, method))
+    step = (n + processes - 1) // processes
+    chunks = [(forward[k:k + step], reverse[k:k + step], lengths[k:k + step], method)
+              for k in range(0, n, step)]
+    out: list[Links] = []
+    with fork_pool(processes) as pool:
+        for part in pool.map(_symmetrize_chunk, chunks):
+            out.extend(part)
+    return out
+
+
+# --------------------------------------------------------------------------- eflomal
+
+@dataclass
+class EflomalOptions:
+    """Options passed to ``eflomal.cython.align`` (its defaults unless noted)."""
+
+    model: int = 3                 # 1 = IBM1, 2 = +HMM, 3 = +fertility
+    n_samplers: int = 2            # independent samplers (run in parallel by the binary)
+    rel_iterations: float = 1.0    # iterations relative to eflomal's default schedule
+    n_iterations: tuple[int, int, int] | None = None  # explicit (IBM1, HMM, fertility) iterations
+    null_prior: float = 0.2
+    quiet: bool = True
+
+
+def _alignment_line(tokens: Sequence[str], lowercase: bool) -> str:
+    line = " ".join(tokens)
+    if line.split() != list(tokens):   # a token with (unicode) whitespace, or an empty token
+        line = " ".join("".join("_" if ch.isspace() else ch for ch in t) or "_" for t in tokens)
+    return line.lower() if lowercase else line
+
+
+def _read_links(path: str, lengths: Sequence[tuple[int, int]], what: str) -> list[Links]:
+    out: list[Links] = []
+    with open(path, encoding="utf-8") as fh:
+        for k, line in enumerate(fh):
+            if k >= len(lengths):
+                raise AlignmentError(f"eflomal {what} links: more lines than the {len(lengths)} sentence pairs")
+            sl, tl = lengths[k]
+            try:
+                out.append(parse_pharaoh(line, sl, tl))
+            except ValueError as err:
+                raise AlignmentError(f"eflomal {what} links, line {k + 1}: {err}") from None
+    if len(out) != len(lengths):
+        raise AlignmentError(f"eflomal {what} links: {len(out)} lines for {len(lengths)} sentence pairs "
+                             f"(did the eflomal binary fail?)")
+    return out
+
+
+def eflomal_align(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequence[str]], *,
+                  lowercase: bool = True, options: EflomalOptions | None = None,
+                  tmp_dir: PathLike | None = None) -> tuple[list[Links], list[Links]]:
+    """Align tokenized sentence pairs with eflomal; returns ``(forward, reverse)`` links.
+
+    Both are lists of ``(src, tgt)`` points per sentence. ``lowercase``
+    lowercases the tokens the aligner sees (see the module docstring).
+    """
+    from eflomal import cython as efc  # eflomal 2.0: read_text, write_text, align
+
+    opts = options or EflomalOptions()
+    if len(src_sents) != len(tgt_sents):
+        raise ValueError(f"{len(src_sents)} source vs {len(tgt_sents)} target sentences")
+    lengths = [(len(s), len(t)) for s, t in zip(src_sents, tgt_sents)]
+    if not lengths:
+        return [], []
+    with tempfile.TemporaryDirectory(prefix="eflomal.", dir=tmp_dir) as tmp:
+        src_file = os.path.join(tmp, "src.eflomal")
+        tgt_file = os.path.join(tmp, "tgt.eflomal")
+        fwd_file = os.path.join(tmp, "links.fwd")
+        rev_file = os.path.join(tmp, "links.rev")
+        for sents, name in ((src_sents, src_file), (tgt_sents, tgt_file)):
+            # read_text(lines, lowercase, prefix_len, suffix_len) -> (index arrays, vocabulary)
+            indexed, vocab = efc.read_text((_alignment_line(s, False) for s in sents), lowercase, 0, 0)
+            with open(name, "wb") as fh:
+                efc.write_text(fh, tuple(indexed), len(vocab))
+        efc.align(src_file, tgt_file,
+                  links_filename_fwd=fwd_file, links_filename_rev=rev_file,
+                  model=opts.model, n_iterations=opts.n_iterations, n_samplers=opts.n_samplers,
+                  quiet=opts.quiet, rel_iterations=opts.rel_iterations, null_prior=opts.null_prior)
+        for name in (fwd_file, rev_file):
+            if not os.path.exists(name):
+                raise AlignmentError(f"eflomal wrote no {os.path.basename(name)} (binary failed?)")
+        forward = _read_links(fwd_file, lengths, "forward")
+        reverse = _read_links(rev_file, lengths, "reverse")
+    return forward, reverse
+
+
+def word_align(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequence[str]], *,
+               method: str = "grow-diag-final-and", lowercase: bool = True,
+               options: EflomalOptions | None = None, processes: int = 1) -> list[Links]:
+    """eflomal both ways + symmetrization; one sorted list of ``(src, tgt)`` points per pair."""
+    if method not in SYMMETRIZATIONS:
+        raise ValueError(f"unknown symmetrization {method!r}; choose from {SYMMETRIZATIONS}")
+    forward, reverse = eflomal_align(src_sents, tgt_sents, lowercase=lowercase, options=options)
+    lengths = [(len(s), len(t)) for s, t in zip(src_sents, tgt_sents)]
+    return symmetrize_corpus(forward, reverse, lengths, method, processes)
+
+
+def read_tokenized_parallel(src_path: PathLike, tgt_path: PathLike) -> tuple[list[list[str]], list[list[str]]]:
+    """Tokenized parallel files (space-separated tokens) → two lists of token lists.
+
+    Strict (:func:`nmt.data.io.iter_parallel`): invalid UTF-8, empty lines and
+    files of different length raise :class:`nmt.data.io.DataError`.
+    """
+    src, tgt = [], []
+    for s, t in iter_parallel(src_path, tgt_path):
+        src.append(s.split())
+        tgt.append(t.split())
+    return src, tgt
+
+
+def align_files(src_path: PathLike, tgt_path: PathLike, out_path: PathLike, *,
+                method: str = "grow-diag-final-and", lowercase: bool = True,
+                options: EflomalOptions | None = None, forward_out: PathLike | None = None,
+                reverse_out: PathLike | None = None, processes: int = 1) -> list[Links]:
+    """Align two tokenized files; write the symmetrized Pharaoh file (and optionally both directions)."""
+    src, tgt = read_tokenized_parallel(src_path, tgt_path)
+    t0 = time.perf_counter()
+    forward, reverse = eflomal_align(src, tgt, lowercase=lowercase, options=options)
+    log.info("eflomal: %d pairs in %.1f s", len(src), time.perf_counter() - t0)
+    lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
+    links = symmetrize_corpus(forward, reverse, lengths, method, processes)
+    if forward_out is not None:
+        write_alignments(forward_out, forward)
+    if reverse_out is not None:
+        write_alignments(reverse_out, reverse)
+    write_alignments(out_path, links)
+    return links
+
+
+__all__ = [
+    "SYMMETRIZATIONS", "AlignmentError", "EflomalOptions", "align_files", "eflomal_align",
+    "format_pharaoh", "parse_pharaoh", "read_alignments", "read_tokenized_parallel", "symmetrize",
+    "symmetrize_corpus", "word_align", "write_alignments",
+]

@@ -197,11 +197,13 @@ def _new_file_mode(target: Path) -> int:
 
 
 @contextlib.contextmanager
-def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8") -> Iterator[IO[Any]]:
+def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8",
+                 compresslevel: int = 6) -> Iterator[IO[Any]]:
     """Write ``path`` all at once: a temp file in the same folder, fsync, ``os.replace``.
 
     ``mode`` is ``"w"``/``"wt"`` (text, ``\\n`` line ends) or ``"wb"``. A ``.gz``
-    suffix writes a gzip stream. On an exception the temp file is removed
+    suffix writes a gzip stream at ``compresslevel`` (6: gzip's own default, several times
+    faster than 9 for a few percent in size). On an exception the temp file is removed
     and an existing ``path`` is left untouched. Parent folders are created.
     """
     if mode not in ("w", "wt", "wb"):
@@ -214,7 +216,8 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8") -> It
     try:
         gz = None
         if _is_gzip(target):
-            gz = gzip.GzipFile(filename=target.name[:-3], mode="wb", fileobj=raw, mtime=0)
+            gz = gzip.GzipFile(filename=target.name[:-3], mode="wb", fileobj=raw, mtime=0,
+                               compresslevel=compresslevel)
             stream = gz
         if mode != "wb":
             stream = io.TextIOWrapper(stream, encoding=encoding, newline="\n")

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Multi30k En→Fr with the RNN Encoder–Decoder: prepare → train → translate both
 # test sets → BLEU and chrF (sacreBLEU, detokenised output vs raw references).
-#   recipes/multi30k_enfr/run.sh [--quick] [--work DIR]
+#   recipes/multi30k_enfr/run.sh [--quick] [--work DIR] [-- extra nmt-train flags, e.g. --max-epochs 6]
 # Data: $MT_DATA (default ../shared/data beside the repository).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 quick=0
 work=""
+train_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --work) work=$2; shift ;;
+    --) shift; train_extra=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -29,7 +31,8 @@ echo "== prepare ($work/data)"
 "$bin/nmt-prepare" --config "$cfg:prepare" --out-dir "$work/data"
 
 echo "== train ($train_section)"
-"$bin/nmt-train" --config "$cfg:$train_section" --data-dir "$work/data" --out-dir "$work/model" --resume
+"$bin/nmt-train" --config "$cfg:$train_section" --data-dir "$work/data" --out-dir "$work/model" --resume \
+  ${train_extra[@]+"${train_extra[@]}"}
 train_end=$(date +%s)
 
 for split in test_2016_flickr test_2017_flickr; do

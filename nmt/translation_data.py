@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from nmt.config import field
 from nmt.data.batching import pair_batch, bucketed_batches
-from nmt.data.io import DataError, iter_lines, read_parallel
+from nmt.data.io import read_parallel
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.gru_encdec import PAD
 
@@ -59,17 +59,19 @@ def read_tokenized_pairs(src_path: str, tgt_path: str) -> list[tuple[list[str], 
 
 
 def unique_phrase_pairs(table_path: str) -> list[tuple[list[str], list[str]]]:
-    """Unique (source, target) phrase pairs of a Moses table, in table order; counts are ignored."""
-    seen: set[tuple[str, str]] = set()
+    """Unique (source, target) phrase pairs of a Moses table, in table order; counts are ignored.
+
+    Read with the strict phrase-table reader: a malformed line stops with its line number.
+    """
+    from smt_features.phrase_table import iter_phrase_table
+
+    seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     pairs = []
-    for line_no, line in enumerate(iter_lines(table_path), 1):
-        fields = line.split(" ||| ")
-        if len(fields) < 3 or not fields[0].strip() or not fields[1].strip():
-            raise DataError(f"{table_path}: line {line_no}: not a Moses phrase-table line: {line[:80]!r}")
-        key = (fields[0].strip(), fields[1].strip())
+    for entry in iter_phrase_table(table_path, keep_raw=False):
+        key = (entry.src, entry.tgt)
         if key not in seen:
             seen.add(key)
-            pairs.append((key[0].split(), key[1].split()))
+            pairs.append((list(entry.src), list(entry.tgt)))
     return pairs
 
 

@@ -78,3 +78,32 @@ def test_kill9_then_resume(toy_data: Path, tmp_path: Path) -> None:
     assert not [p for p in killed.iterdir() if p.name.startswith(".")], "temp files left behind"
     train_main(_args(toy_data, killed, *common, "--resume"))
     _assert_same_state(full / "checkpoint_last.pt", last)
+
+
+def test_trains_on_unique_phrase_table_pairs(tmp_path: Path) -> None:
+    """The paper's regime: the table's unique pairs, frequencies ignored; a bad line names its number."""
+    from nmt.data.vocab import Vocabulary
+    from nmt.translation_data import unique_phrase_pairs
+    from smt_features.phrase_table import PhraseTableError
+
+    table = Path(__file__).parent / "data" / "smt" / "toy.phrase-table"
+    pairs = unique_phrase_pairs(str(table))
+    assert pairs[0] == (["das", "haus"], ["the", "house"]) and len(pairs) == len({(tuple(s), tuple(t)) for s, t in pairs})
+    Vocabulary.build([s for s, _ in pairs], max_size=None).save(tmp_path / "vocab.de.tsv")
+    Vocabulary.build([t for _, t in pairs], max_size=None).save(tmp_path / "vocab.en.tsv")
+    (tmp_path / "val.tok.de").write_text("das haus\n", encoding="utf-8")
+    (tmp_path / "val.tok.en").write_text("the house\n", encoding="utf-8")
+    out = tmp_path / "m"
+    assert train_main(["--phrase-table", str(table), "--data-dir", str(tmp_path), "--src-lang", "de", "--tgt-lang",
+                       "en", "--out-dir", str(out), "--preset", "tiny", "--max-updates", "3", "--progress",
+                       "false"]) == 0
+    assert load_checkpoint(out / "checkpoint_last.pt")["train_state"]["step"] == 3
+    bad = tmp_path / "bad.phrase-table"
+    bad.write_text(table.read_text(encoding="utf-8") + "x ||| ||| 0.5\n", encoding="utf-8")
+    n_lines = len(bad.read_text(encoding="utf-8").splitlines())
+    try:
+        unique_phrase_pairs(str(bad))
+    except PhraseTableError as err:
+        assert f"line {n_lines}" in str(err)
+    else:
+        raise AssertionError("malformed line accepted")

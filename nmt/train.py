@@ -93,14 +93,14 @@ class TrainState:
     history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
-def _setup_logging(out_dir: Path) -> None:
+def _setup_logging(out_dir: Path) -> logging.Handler:
+    """Send the ``nmt`` logger to ``out_dir/train.log`` (the caller removes the handler when done)."""
     handler = logging.FileHandler(out_dir / "train.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     root = logging.getLogger("nmt")
     root.setLevel(logging.INFO)
-    if not any(isinstance(h, logging.FileHandler) and h.baseFilename == handler.baseFilename
-               for h in root.handlers):
-        root.addHandler(handler)
+    root.addHandler(handler)
+    return handler
 
 
 class Trainer:
@@ -113,7 +113,6 @@ class Trainer:
         self.config = resolved_config
         self.out_dir = Path(loop.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        _setup_logging(self.out_dir)
         self.optimizer = build_optimizer(optim, model.parameters())
         self.state = TrainState()
         self.lengths = task.train_lengths()
@@ -180,6 +179,14 @@ class Trainer:
 
     # -- the loop --------------------------------------------------------------------------------
     def train(self) -> TrainState:
+        handler = _setup_logging(self.out_dir)
+        try:
+            return self._train()
+        finally:
+            logging.getLogger("nmt").removeHandler(handler)
+            handler.close()
+
+    def _train(self) -> TrainState:
         torch.set_num_threads(self.loop.threads)
         if self.loop.resume and self.last_path.exists():
             self.restore()
@@ -195,6 +202,9 @@ class Trainer:
                        unit="batch", disable=not loop.progress, dynamic_ncols=True)
             window_tokens, window_loss, window_start = 0, 0.0, time.perf_counter()
             while st.batch_in_epoch < len(batches):
+                if loop.max_updates is not None and st.step >= loop.max_updates:
+                    stop = True  # e.g. resumed from a checkpoint already at the limit
+                    break
                 batch = self.task.make_batch(batches[st.batch_in_epoch])
                 nll, ntok = self.task.loss(self.model, batch)
                 self.optimizer.zero_grad(set_to_none=True)
@@ -219,6 +229,7 @@ class Trainer:
                     window_tokens, window_loss, window_start = 0, 0.0, time.perf_counter()
                 if loop.eval_every and st.step % loop.eval_every == 0:
                     stop = self._eval_and_maybe_stop()
+                    window_start = time.perf_counter()  # keep evaluation time out of tokens/s
                 at_limit = loop.max_updates is not None and st.step >= loop.max_updates
                 stop = stop or at_limit
                 if st.batch_in_epoch == len(batches):

@@ -50,6 +50,11 @@ def test_resume_continues_exactly(toy_data: Path, tmp_path: Path) -> None:
     assert load_checkpoint(split / "checkpoint_last.pt")["train_state"]["step"] == 9
     train_main(_args(toy_data, split, "--max-updates", "23", "--save-every", "5", "--resume"))
     _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+    # resuming a run that already reached its limit trains nothing more
+    train_main(_args(toy_data, split, "--max-updates", "23", "--save-every", "5", "--resume"))
+    _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+    # each run logs to its own folder only
+    assert "resumed" not in (full / "train.log").read_text()
 
 
 def test_kill9_then_resume(toy_data: Path, tmp_path: Path) -> None:

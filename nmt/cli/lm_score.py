@@ -1,0 +1,67 @@
+"""``nmt-lm-score``: ln p(line) of each line with a trained neural LM, one value per line (natural log).
+
+The value includes the ``</s>`` that ends the line (``<s>`` is context only);
+an empty line gets ln p(</s> | <s>). Every input line gives exactly one output
+line, in order. By default each line is scored independently from a fresh state
+(what an n-best feature needs); ``--regime stream`` carries the state across
+lines. ``--per-token`` appends a tab and the ln p of every word and of ``</s>``.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+import torch
+
+from nmt import config as C
+from nmt.data.io import atomic_write
+from nmt.lm_data import REGIMES, encode_all, load_language_model, read_sentences, token_logprobs
+
+
+@dataclass
+class LMScoreConfig:
+    model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
+    checkpoint: str = C.field("best", help="which checkpoint of a model folder: best or last")
+    vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv)")
+    text: str = C.field("", help="tokenized sentences, one per line (plain or .gz)")
+    output: str = C.field("-", help="one score per line ('-' = stdout)")
+    regime: str = C.field("sentence", help="'sentence': every line from a fresh state; 'stream': the lines as one "
+                                           "stream, state carried")
+    per_token: bool = C.field(False, help="after the total, a tab and the ln p of each word and of </s>")
+    window: int = C.field(256, help="stream regime: tokens per forward call (does not change the result)")
+    max_tokens: int = C.field(2000, help="sentence regime: padded tokens per batch")
+    threads: int = C.field(2, help="torch intra-op threads")
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    cfg = C.parse(LMScoreConfig, argv, description=__doc__)
+    if not cfg.text:
+        raise SystemExit("nmt-lm-score: --text is required")
+    if cfg.regime not in REGIMES:
+        raise SystemExit(f"nmt-lm-score: --regime must be one of {REGIMES}")
+    torch.set_num_threads(cfg.threads)
+    try:
+        loaded = load_language_model(cfg.model, which=cfg.checkpoint, vocab=cfg.vocab)
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f"nmt-lm-score: {err}") from None
+    words = read_sentences(cfg.text)
+    logprobs = token_logprobs(loaded.model, encode_all(loaded.vocab, words), cfg.regime, start=loaded.start,
+                              window=cfg.window, max_tokens=cfg.max_tokens)
+    lines = []
+    for lp in logprobs:
+        line = f"{math.fsum(lp.tolist()):.6f}"
+        if cfg.per_token:
+            line += "\t" + " ".join(f"{v:.6f}" for v in lp)
+        lines.append(line + "\n")
+    text = "".join(lines)
+    if cfg.output == "-":
+        sys.stdout.write(text)
+    else:
+        with atomic_write(cfg.output) as fh:
+            fh.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

@@ -1,31 +1,20 @@
 """Atomic checkpoints: model, optimizer, RNG states, data position and the resolved config."""
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from nmt.data.io import atomic_write
+
 
 def save_checkpoint(state: dict[str, Any], path: str | Path) -> None:
-    """Write ``state`` with ``torch.save`` to a temp file in the same folder, fsync, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(state, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``state`` with ``torch.save`` atomically (temp file in the same folder, fsync, rename)."""
+    with atomic_write(path, "wb") as fh:
+        torch.save(state, fh)
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

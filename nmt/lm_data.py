@@ -21,39 +21,42 @@ never dropped. The literal ``<unk>`` of PTB is the vocabulary word ``<unk>``
 (id 1): trained and scored like any other word. Words outside the vocabulary
 map to it too (counted as OOVs in the evaluation report).
 
-The trainer (:mod:`nmt.train`) shuffles the batches it draws from
-``train_lengths``; LM batches must follow the plans above (in order for
-stream mode). :class:`LMTask` therefore plans its own batches
-(:meth:`LMTask.batches_for_epoch`) and, once bound to the trainer's state with
-:meth:`LMTask.bind_position`, ``make_batch`` ignores the index array it is
-handed and returns the planned batch at the trainer's ``(epoch,
-batch_in_epoch)`` position; ``train_lengths`` returns ``K × batch_size``
-placeholders so that the trainer draws exactly ``K`` batches per epoch.
+The trainer (:mod:`nmt.train`) asks the task for its batch plan
+(:meth:`LMTask.batches_for_epoch`: sentence-index arrays, or
+:class:`StreamWindow` items in order for the stream regime) and hands each item
+back to ``make_batch``. ``loss`` returns ``(nll, tokens, normaliser)``: the
+normaliser is the token count, or the number of rows with ``loss_norm =
+sequence`` (the Torch-era ``Σ nll / rows`` gradient). Under DDP each rank takes
+a contiguous slice of the rows of every stream window (:meth:`LMTask.shard_batch`)
+and carries the state of its rows only; checkpoints hold the state of all rows
+(gathered), so a run resumes with any number of processes.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nmt import distributed
 from nmt.checkpoint import load_checkpoint
 from nmt.config import field
 from nmt.data.batching import bucketed_batches
 from nmt.data.io import iter_lines
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.lm import ARCHITECTURES, LanguageModel
-from nmt.models.lm.base import BOS, EOS, PAD, detach_state, make_lm_batch
+from nmt.models.lm.base import BOS, EOS, PAD, detach_state, make_lm_batch, select_state
 from smt_features.perplexity import PerplexityAccumulator, PerplexityResult, split_words
 
 REGIMES = ("sentence", "stream")
+LOSS_NORMS = ("token", "sequence")
 UNK_NOTE = ("OOVs included, scored with p(<unk>); the text's literal <unk> is the vocabulary word <unk>, "
             "trained and scored like any other word")
 
@@ -214,11 +217,37 @@ def stream_matrix(sentences: Sequence[Sequence[int]], rows: int) -> tuple[Tensor
 # --------------------------------------------------------------------------- the task
 
 
+class StreamWindow(NamedTuple):
+    """Stream regime plan item: window ``index`` of ``epoch``, rows ``[lo, hi)`` (``hi`` None = all)."""
+    epoch: int
+    index: int
+    lo: int = 0
+    hi: int | None = None
+
+
+def cat_state(states: Sequence[Any]) -> Any:
+    """Concatenate states of consecutive row blocks (the inverse of
+    :func:`~nmt.models.lm.base.select_state`: batch dim 1 for 3-d tensors, else 0)."""
+    first = states[0]
+    if isinstance(first, Tensor):
+        return torch.cat(list(states), 1 if first.dim() == 3 else 0)
+    if isinstance(first, dict):
+        return {k: cat_state([s[k] for s in states]) for k in first}
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*(cat_state([s[i] for s in states]) for i in range(len(first))))
+    if isinstance(first, (list, tuple)):
+        return type(first)(cat_state([s[i] for s in states]) for i in range(len(first)))
+    return first
+
+
 class LMTask:
     """The :class:`~nmt.train.TrainingTask` of the language models (see the module docstring)."""
 
     def __init__(self, cfg: LMDataConfig, vocab: Vocabulary, train: list[list[int]], dev: list[list[int]], *,
-                 batch_size: int, max_tokens: int | None = None, seed: int = 1, vocab_path: str = ""):
+                 batch_size: int, max_tokens: int | None = None, seed: int = 1, vocab_path: str = "",
+                 loss_norm: str = "token"):
+        if loss_norm not in LOSS_NORMS:
+            raise ValueError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
         self.cfg = cfg
         self.vocab = vocab
         self.vocab_path = vocab_path
@@ -226,8 +255,9 @@ class LMTask:
         self.max_tokens = max_tokens
         self.seed = seed
         self.regime = cfg.regime
+        self.loss_norm = loss_norm
         self.num_dropped = 0
-        self._plan_cache: tuple[int, list[np.ndarray]] | None = None
+        self._plan_cache: tuple[int, list[Any]] | None = None
         if cfg.regime == "sentence":
             if cfg.max_len is not None:
                 kept = [s for s in train if len(s) <= cfg.max_len]
@@ -244,17 +274,17 @@ class LMTask:
             self.train = train
             self.stream_in, self.stream_tgt = stream_matrix(train, batch_size)
             self._num_batches = math.ceil(self.stream_in.size(1) / cfg.bptt)
+            world = distributed.context().world
+            if self.stream_in.size(0) < world:
+                raise ValueError(f"stream regime: {self.stream_in.size(0)} rows cannot be shared by {world} "
+                                 "processes (raise --batch-size)")
         self.train_tokens = sum(len(s) + 1 for s in self.train)
         self.dev = dev
         self._dev_batches: list[dict[str, Any]] | None = None
-        self._position: Callable[[], tuple[int, int]] | None = None
-        # stream regime: the carried state, and the (epoch, window) it continues into
+        # stream regime: the carried state (of this rank's rows), and the (epoch, window) it continues into
         self._carried: dict[str, Any] = {"train": None, "dev": None}
         self._carried_next: tuple[int, int] | None = None
         self._current: tuple[int | None, int] = (None, 0)
-        # the last training batch (for sequence-normalised gradients, see nmt.cli.lm_train)
-        self.last_rows = 0
-        self.last_tokens = 0
 
     # ---- batch plan
     @property
@@ -262,46 +292,46 @@ class LMTask:
         """Training batches per epoch (the same every epoch)."""
         return self._num_batches
 
-    def batches_for_epoch(self, epoch: int) -> list[np.ndarray]:
-        """The planned batches of ``epoch``: sentence indices, or ``[k]`` = window k in order (stream)."""
+    def batches_for_epoch(self, epoch: int) -> list[Any]:
+        """The planned batches of ``epoch`` (the trainer's batch-plan hook): sentence-index arrays, or
+        the stream's windows in order (:class:`StreamWindow`)."""
         if self._plan_cache is not None and self._plan_cache[0] == epoch:
             return self._plan_cache[1]
+        plan: list[Any]
         if self.regime == "stream":
-            plan = [np.array([k]) for k in range(self._num_batches)]
+            plan = [StreamWindow(epoch, k) for k in range(self._num_batches)]
         else:
             plan = sentence_batches(self.train_len, batch_size=self.batch_size, max_tokens=self.max_tokens,
                                     seed=self.seed, epoch=epoch, shuffle=True, equal_length=self.cfg.equal_length)
         self._plan_cache = (epoch, plan)
         return plan
 
-    def bind_position(self, position: Callable[[], tuple[int, int]]) -> None:
-        """From now on ``make_batch`` returns the planned batch at ``position()`` = (epoch, batch_in_epoch)."""
-        self._position = position
+    def shard_batch(self, item: Any, rank: int, world: int) -> tuple[Any, float]:
+        """DDP: this rank's part of a planned batch (sentences, or rows of a stream window)."""
+        if isinstance(item, StreamWindow):
+            lo, hi = distributed.rows_of(self.stream_in.size(0), rank, world)
+            return item._replace(lo=lo, hi=hi), 1.0
+        return distributed.shard(item, rank, world)
 
-    def train_lengths(self) -> list[int]:
-        # placeholders: with length 0 the trainer's bucketing neither reorders nor splits by --max-tokens,
-        # so it draws exactly num_batches batches of batch_size; make_batch maps position → planned batch
-        return [0] * (self._num_batches * self.batch_size)
+    def _rows(self) -> tuple[int, int]:
+        ctx = distributed.context()
+        return distributed.rows_of(self.stream_in.size(0), ctx.rank, ctx.world)
 
-    def make_batch(self, indices: np.ndarray) -> dict[str, Any]:
-        epoch: int | None = None
-        if self._position is not None:
-            epoch, pos = self._position()
-            plan = self.batches_for_epoch(epoch)
-            if pos >= len(plan):
-                raise RuntimeError(f"batch {pos} of epoch {epoch} requested, the plan has {len(plan)}")
-            indices = plan[pos]
+    def make_batch(self, item: Any) -> dict[str, Any]:
         if self.regime == "sentence":
-            return self._sentence_batch([self.train[i] for i in indices])
-        k = int(indices[0])
-        if k > 0 and epoch is not None and self._carried_next != (epoch, k):
+            return self._sentence_batch([self.train[i] for i in item])
+        if not isinstance(item, StreamWindow):
+            raise TypeError(f"stream regime: make_batch takes a StreamWindow of batches_for_epoch(), got {item!r}")
+        epoch, k = item.epoch, item.index
+        if k > 0 and self._carried_next != (epoch, k):
             raise RuntimeError(f"stream regime: window {k} of epoch {epoch + 1} needs the state carried from window "
                                f"{k - 1}, but the task holds the state for {self._carried_next}; on resume, load "
                                "it with LMTask.load_extras(checkpoint)")
         self._current = (epoch, k)
         lo, hi = k * self.cfg.bptt, (k + 1) * self.cfg.bptt
-        return {"kind": "train", "window": k, "inputs": self.stream_in[:, lo:hi],
-                "targets": self.stream_tgt[:, lo:hi]}
+        rows = slice(item.lo, item.hi)
+        return {"kind": "train", "window": k, "inputs": self.stream_in[rows, lo:hi],
+                "targets": self.stream_tgt[rows, lo:hi]}
 
     @staticmethod
     def _sentence_batch(sents: Sequence[Sequence[int]]) -> dict[str, Any]:
@@ -329,8 +359,9 @@ class LMTask:
         return self._dev_batches
 
     # ---- loss
-    def loss(self, model: nn.Module, batch: dict[str, Any]) -> tuple[Tensor, int]:
-        """(Σ −ln p in nats, predicted tokens = words + </s>)."""
+    def loss(self, model: nn.Module, batch: dict[str, Any]) -> tuple[Tensor, int, int]:
+        """(Σ −ln p in nats, predicted tokens = words + </s>, gradient normaliser: tokens, or rows with
+        ``loss_norm = sequence``)."""
         if batch["kind"] == "sentence":
             inputs, targets, in_len = make_lm_batch(batch["tokens"], batch["lengths"])
             logits, _ = model(inputs, None, lengths=in_len)
@@ -339,6 +370,8 @@ class LMTask:
         else:
             kind = batch["kind"]
             state = self._carried[kind] if batch["window"] > 0 else None
+            if state is not None:
+                state = distributed.to_device(state, batch["inputs"].device)
             logits, new_state = model(batch["inputs"], state)
             self._carried[kind] = detach_state(new_state)
             targets = batch["targets"]
@@ -349,36 +382,50 @@ class LMTask:
                 self._carried_next = (epoch, k + 1) if epoch is not None else None
         nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1),
                               ignore_index=PAD, reduction="sum")
-        if model.training:
-            self.last_rows, self.last_tokens = rows, ntok
-        return nll, ntok
+        return nll, ntok, (rows if self.loss_norm == "sequence" else ntok)
 
     # ---- checkpoints
     def checkpoint_extras(self) -> dict[str, Any]:
+        """Vocabulary fingerprint, and in the stream regime the carried state of *all* rows (gathered
+        from the ranks under DDP: a collective, called on every rank)."""
         extras: dict[str, Any] = {"vocab": {"path": self.vocab_path, "fingerprint": self.vocab.fingerprint(),
                                             "size": len(self.vocab)}}
         if self.regime == "stream":
-            extras["lm_stream"] = {"next": self._carried_next, "state": self._carried["train"]}
+            state = self._carried["train"]
+            ctx = distributed.context()
+            if ctx.enabled:
+                parts = ctx.all_gather_object(distributed.to_device(state, "cpu") if state is not None else None)
+                state = None if any(p is None for p in parts) else cat_state(parts)
+            extras["lm_stream"] = {"next": self._carried_next, "state": state}
         return extras
 
-    def load_extras(self, checkpoint: dict[str, Any]) -> None:
-        """Restore what :meth:`checkpoint_extras` saved (the carried stream state) before resuming."""
+    def check_compatible(self, checkpoint: dict[str, Any]) -> None:
+        """Refuse a checkpoint trained with another vocabulary (ValueError)."""
         saved = checkpoint.get("vocab", {}).get("fingerprint")
         if saved is not None and saved != self.vocab.fingerprint():
             raise ValueError(f"model/vocabulary mismatch: the checkpoint was trained with vocabulary {saved}, "
                              f"this run has {self.vocab.fingerprint()}")
+
+    def load_extras(self, checkpoint: dict[str, Any]) -> None:
+        """Restore what :meth:`checkpoint_extras` saved (the trainer's ``restore`` calls it): the carried
+        stream state, of this rank's rows under DDP."""
+        self.check_compatible(checkpoint)
         if self.regime == "stream" and "lm_stream" in checkpoint:
             nxt = checkpoint["lm_stream"]["next"]
             self._carried_next = tuple(nxt) if nxt is not None else None
-            self._carried["train"] = checkpoint["lm_stream"]["state"]
+            state = checkpoint["lm_stream"]["state"]
+            if state is not None and distributed.context().enabled:
+                lo, hi = self._rows()
+                state = select_state(state, torch.arange(lo, hi))
+            self._carried["train"] = state
 
 
 def build_task(cfg: LMDataConfig, vocab: Vocabulary, *, batch_size: int, max_tokens: int | None, seed: int,
-               vocab_path: str = "") -> LMTask:
+               vocab_path: str = "", loss_norm: str = "token") -> LMTask:
     train = read_sentences(cfg.resolve_text("train"), cfg.max_train_sentences)
     dev = read_sentences(cfg.resolve_text("valid"), cfg.max_valid_sentences)
     return LMTask(cfg, vocab, encode_all(vocab, train), encode_all(vocab, dev), batch_size=batch_size,
-                  max_tokens=max_tokens, seed=seed, vocab_path=vocab_path)
+                  max_tokens=max_tokens, seed=seed, vocab_path=vocab_path, loss_norm=loss_norm)
 
 
 # --------------------------------------------------------------------------- scoring

@@ -16,13 +16,13 @@ import torch
 from nmt.checkpoint import load_checkpoint
 from nmt.cli.lm_eval import cli_main as eval_main
 from nmt.cli.lm_score import cli_main as score_main
-from nmt.cli.lm_train import LMOptimConfig, cli_main as train_main, scheduled_lr
+from nmt.cli.lm_train import LMOptimConfig, cli_main as train_main
 from nmt.data.vocab import Vocabulary
-from nmt.lm_data import (LMDataConfig, LMTask, encode_all, load_language_model, read_sentences, sentence_batches,
-                         stream_matrix)
+from nmt.lm_data import (LMDataConfig, LMTask, StreamWindow, encode_all, load_language_model, read_sentences,
+                         sentence_batches, stream_matrix)
 from nmt.models.lm import build_lm
 from nmt.models.lm.base import BOS, EOS, PAD
-from nmt.train import LoopConfig, OptimConfig, Trainer, TrainState
+from nmt.train import LoopConfig, OptimConfig, Trainer, TrainState, scheduled_lr
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(10)]
@@ -236,7 +236,7 @@ def test_stream_windows_are_sequential_and_state_is_carried(corpus) -> None:
     loop = LoopConfig(out_dir=str(Path(corpus["train"]).parent / "t"), batch_size=3, max_epochs=2, progress=False,
                       threads=1, save_every=1000)
     trainer = Trainer(model, task, loop, OptimConfig(optimizer="sgd", lr=0.1), {"model": {}})
-    task.bind_position(lambda: (trainer.state.epoch, trainer.state.batch_in_epoch))
+    assert trainer.lengths is None          # the task's own plan: train_lengths is not needed
     seen: list[tuple[int, int]] = []
     fresh: list[bool] = []   # did the model start the window from a reset state?
     loss = task.loss
@@ -255,41 +255,40 @@ def test_stream_windows_are_sequential_and_state_is_carried(corpus) -> None:
     trainer.train()
     handle.remove()
     k = task.num_batches
-    assert k == len(trainer.lengths) // 3 and k > 3
+    assert k == len(trainer.epoch_batches(0)) and k > 3
     assert seen == [(e, w) for e in range(2) for w in range(k)]      # in order, every epoch from window 0
     assert fresh == [w == 0 for _ in range(2) for w in range(k)]     # reset only at each epoch start
     h, c = task._carried["train"]
     assert not h.requires_grad and h.grad_fn is None                 # detached: truncated BPTT
 
-    # the windows cover the stream in order, whatever index array the trainer hands in
+    # the windows cover the stream in order
     task2 = _stream_task(corpus)
-    epoch_pos = [0, 0]
-    task2.bind_position(lambda: tuple(epoch_pos))
     model.eval()
     cols = []
     with torch.no_grad():
-        for pos in range(task2.num_batches):
-            epoch_pos[1] = pos
-            batch = task2.make_batch(np.array([0]))
+        for item in task2.batches_for_epoch(0):
+            batch = task2.make_batch(item)
             cols.append(batch["targets"])
             task2.loss(model, batch)
         torch.testing.assert_close(torch.cat(cols, 1), task2.stream_tgt)
         # the carried state changes what the model predicts for a window
-        epoch_pos[1] = 0
-        task2.loss(model, task2.make_batch(np.array([0])))
+        task2.loss(model, task2.make_batch(StreamWindow(0, 0)))
         carried = task2._carried["train"]
-        epoch_pos[1] = 1
-        batch = task2.make_batch(np.array([0]))
+        batch = task2.make_batch(StreamWindow(0, 1))
         with_state, _ = model(batch["inputs"], carried)
         reset, _ = model(batch["inputs"], None)
     assert not torch.allclose(with_state, reset)
+    # a rank's rows of a window (DDP): its slice of the rows, the same columns
+    part, weight = task2.shard_batch(StreamWindow(0, 0), 1, 2)
+    assert weight == 1.0 and (part.lo, part.hi) == (2, 3)
+    rows = task2.make_batch(part)["inputs"]
+    torch.testing.assert_close(rows, task2.stream_in[2:3, :5])
 
 
 def test_stream_refuses_a_window_without_its_state(corpus) -> None:
     task = _stream_task(corpus)
-    task.bind_position(lambda: (0, 2))
     with pytest.raises(RuntimeError, match="carried"):
-        task.make_batch(np.array([0]))
+        task.make_batch(StreamWindow(0, 2))
 
 
 # ----------------------------------------------------------------------------- batching, schedule
@@ -334,9 +333,11 @@ def test_sequence_loss_norm_is_the_gradient_of_the_sum_over_rows(corpus, tmp_pat
     vocab = Vocabulary.load(out / "vocab.tsv")
     task = LMTask(cfg, vocab, encode_all(vocab, read_sentences(corpus["train"])),
                   encode_all(vocab, read_sentences(corpus["valid"])), batch_size=8, seed=1)
-    task.bind_position(lambda: (0, 0))
-    nll, _ = task.loss(model.train(), task.make_batch(np.array([0])))
-    rows = task.last_rows
+    task_seq = LMTask(cfg, vocab, task.train, task.dev, batch_size=8, seed=1, loss_norm="sequence")
+    batch = task.make_batch(task.batches_for_epoch(0)[0])
+    nll, ntok, norm = task.loss(model.train(), batch)
+    rows = batch["tokens"].size(0)
+    assert norm == ntok and task_seq.loss(model, batch)[2] == rows < ntok
     (nll / rows).backward()
     with torch.no_grad():
         for name, p in model.named_parameters():

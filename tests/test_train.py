@@ -112,3 +112,33 @@ def test_trains_on_unique_phrase_table_pairs(tmp_path: Path) -> None:
         assert f"line {n_lines}" in str(err)
     else:
         raise AssertionError("malformed line accepted")
+
+
+def test_weight_averaging_on_stall_resumes_exactly(toy_data: Path, tmp_path: Path) -> None:
+    """--average on_stall: a running mean of the parameters from the first dev evaluation that does not
+    improve; it is what evaluation and checkpoint_best see, and checkpoint_last carries it."""
+    full, split = tmp_path / "full", tmp_path / "split"
+    common = ["--lr", "0.1", "--eval-every", "3", "--patience", "0", "--average", "on_stall", "--save-every", "5",
+              "--threads", "1"]
+    train_main(_args(toy_data, full, *common, "--max-updates", "24"))
+    train_main(_args(toy_data, split, *common, "--max-updates", "13"))
+    mid = load_checkpoint(split / "checkpoint_last.pt")
+    assert mid["train_state"]["step"] == 13 and mid["average"]["count"] >= 1, "the run must stall before update 13"
+    train_main(_args(toy_data, split, *common, "--max-updates", "24", "--resume"))
+    _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+    last, other = load_checkpoint(full / "checkpoint_last.pt"), load_checkpoint(split / "checkpoint_last.pt")
+    assert last["average"]["count"] == other["average"]["count"] > mid["average"]["count"]
+    for name, tensor in last["average"]["params"].items():
+        assert torch.equal(tensor, other["average"]["params"][name]), name
+    history = last["train_state"]["history"]
+    started = next(h["step"] for h in history if h.get("average") == "started")
+    assert last["average"]["count"] == 24 - started
+    evals = [h for h in history if "dev_loss" in h]
+    assert all(("averaged" in h) == (h["step"] > started) for h in evals)
+    # checkpoint_best holds the averaged weights of its evaluation (here: the last one, if it improved)
+    best = load_checkpoint(full / "checkpoint_best.pt")
+    if evals[-1]["dev_loss"] == last["train_state"]["best_dev"]:
+        assert best["train_state"]["step"] == 24 and "average" not in best
+        for name, tensor in last["average"]["params"].items():
+            assert torch.equal(best["model"][name], tensor), name
+        assert not all(torch.equal(best["model"][k], last["model"][k]) for k in last["model"])

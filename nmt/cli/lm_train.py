@@ -7,40 +7,33 @@ architecture's, a preset's own values apply unless a flag is given). LM defaults
 is nats per token, tokens = words + one ``</s>`` per line (``<s>`` not counted),
 the accounting of every LM of the project (``smt_features.perplexity``).
 
-Learning-rate schedules, Adam's betas and sequence-normalised gradients are
-applied by a step pre-hook on the trainer's optimizer (``nmt.train`` has no
-schedule of its own): the learning rate is a pure function of the trainer's
-state (epoch, dev history), so a resumed run follows the same schedule.
+Learning-rate schedules, Adam's betas, weight decay and weight averaging are
+the trainer's (``nmt.train``; the lr is a pure function of the trainer's state,
+so a resumed run follows the same schedule); ``--loss-norm sequence`` is the
+task's loss normaliser (``nmt.lm_data.LMTask.loss``). Runs unchanged under
+``torchrun`` (DistributedDataParallel, ``docs/training.md``).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
-import logging
-import math
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 import yaml
-from torch import nn
 
 from nmt import config as C
+from nmt import distributed
 from nmt.checkpoint import load_checkpoint
 from nmt.data.io import atomic_write
 from nmt.data.vocab import Vocabulary, load_vocab
-from nmt.lm_data import LMDataConfig, LMTask, build_task, check_word_vocab, read_sentences
+from nmt.lm_data import LOSS_NORMS, LMDataConfig, build_task, check_word_vocab, read_sentences
 from nmt.models.lm import ARCHITECTURES, resolve
-from nmt.train import LoopConfig, OptimConfig, Trainer, TrainState
-
-log = logging.getLogger("nmt.lm_train")
-
-SCHEDULES = ("constant", "epoch", "plateau")
-LOSS_NORMS = ("token", "sequence")
+from nmt.train import SCHEDULES, LoopConfig, OptimConfig, Trainer, scheduled_lr  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -48,87 +41,26 @@ class LMOptimConfig(OptimConfig):
     optimizer: str = C.field("sgd", help="sgd (RMN paper), adam (Mogrifier paper, with --adam-beta1 0) or adadelta")
     lr: float | None = C.field(1.0, help="learning rate (RMN paper: SGD 1.0; with adam e.g. 0.002)")
     clip_norm: float = C.field(5.0, help="clip the global gradient norm to this (RMN paper 5, Mogrifier 10; 0 = off)")
-    lr_schedule: str = C.field("constant", help="'constant'; 'epoch': lr * lr_decay^max(0, epoch - lr_decay_start) "
-                                                "with 1-based epochs (RMN paper: decay 0.5 after the 4th); "
-                                                "'plateau': lr * lr_decay^(dev evaluations that did not improve)")
-    lr_decay: float = C.field(0.5, help="factor of the 'epoch' and 'plateau' schedules")
-    lr_decay_start: int = C.field(4, help="'epoch' schedule: epochs 1..N run at the full lr")
     loss_norm: str = C.field("token", help="gradient of the mean loss per 'token' (nmt.train), or per 'sequence' "
                                            "(Σ nll / rows: the Torch-era convention of Zaremba's and the RMN "
                                            "code, which their lr 1 / clip 5 refer to; clipping then applies to "
                                            "that gradient)")
-    adam_beta1: float = C.field(0.9, help="Adam beta1 (Mogrifier paper: 0)")
-    adam_beta2: float = C.field(0.999, help="Adam beta2")
-    weight_decay: float = C.field(0.0, help="L2 weight decay of the optimizer")
 
     def __post_init__(self) -> None:
-        if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
+        super().__post_init__()
         if self.loss_norm not in LOSS_NORMS:
             raise ValueError(f"loss_norm must be one of {LOSS_NORMS}, got {self.loss_norm!r}")
-
-    def base(self) -> OptimConfig:
-        """The plain :class:`OptimConfig` for the trainer."""
-        names = {f.name for f in dataclasses.fields(OptimConfig)}
-        return OptimConfig(**{k: v for k, v in dataclasses.asdict(self).items() if k in names})
 
 
 @dataclass
 class LMLoopConfig(LoopConfig):
     out_dir: str = C.field("work/lm", help="folder for checkpoints, logs, the vocabulary and the resolved config")
     batch_size: int = C.field(20, help="sentences per batch (sentence regime; RMN paper 20) or stream rows B "
-                                       "(stream regime)")
+                                       "(stream regime); with N processes (torchrun) the global batch")
     max_tokens: int | None = C.field(None, help="sentence regime: also cap (words + 1) x sentences per batch")
     max_epochs: int = C.field(15, help="stop after this many epochs (RMN paper 15)")
     patience: int = C.field(0, help="early stopping: evaluations without dev improvement before stopping "
                                     "(0 = off)")
-
-
-def scheduled_lr(cfg: LMOptimConfig, base_lr: float, state: TrainState) -> float:
-    """The learning rate for the next update: a function of the trainer's state only."""
-    if cfg.lr_schedule == "epoch":
-        return base_lr * cfg.lr_decay ** max(0, state.epoch + 1 - cfg.lr_decay_start)
-    if cfg.lr_schedule == "plateau":
-        best, bad = math.inf, 0
-        for h in state.history:
-            if "dev_loss" in h:
-                if h["dev_loss"] < best - 1e-6:
-                    best = h["dev_loss"]
-                else:
-                    bad += 1
-        return base_lr * cfg.lr_decay ** bad
-    return base_lr
-
-
-def install_optimizer_hook(trainer: Trainer, task: LMTask, cfg: LMOptimConfig) -> None:
-    """Before every optimizer step: set lr (schedule), Adam betas and weight decay; with
-    ``loss_norm=sequence`` scale the gradient from per-token to per-row and clip it."""
-    optimizer = trainer.optimizer
-    base_lr = optimizer.param_groups[0]["lr"]
-    params = [p for g in optimizer.param_groups for p in g["params"]]
-
-    def hook(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        st = trainer.state  # looked up each time: restore() replaces the object
-        lr = scheduled_lr(cfg, base_lr, st)
-        for group in opt.param_groups:
-            group["lr"] = lr
-            group["weight_decay"] = cfg.weight_decay
-            if "betas" in group:
-                group["betas"] = (cfg.adam_beta1, cfg.adam_beta2)
-        last = next((h["lr"] for h in reversed(st.history) if "lr" in h), None)
-        if last != lr:  # recorded in the (checkpointed) history, so resumed runs log the same
-            st.history.append({"step": st.step, "epoch": st.epoch, "lr": lr})
-            log.info("update %d epoch %d: learning rate %.6g", st.step + 1, st.epoch + 1, lr)
-        if cfg.loss_norm == "sequence":
-            scale = task.last_tokens / max(task.last_rows, 1)
-            with torch.no_grad():
-                for p in params:
-                    if p.grad is not None:
-                        p.grad.mul_(scale)
-            if cfg.clip_norm > 0:
-                nn.utils.clip_grad_norm_(params, cfg.clip_norm)
-
-    optimizer.register_step_pre_hook(hook)
 
 
 def _arch_name(argv: list[str] | None) -> str:
@@ -145,8 +77,9 @@ def _arch_name(argv: list[str] | None) -> str:
     return LMDataConfig.arch
 
 
-def _vocabulary(data: LMDataConfig, out: Path, resume: bool) -> tuple[Vocabulary, str, str]:
-    """(vocabulary, path in the model folder, how it was obtained)."""
+def _vocabulary(data: LMDataConfig, out: Path, resume: bool, write: bool = True) -> tuple[Vocabulary, str, str]:
+    """(vocabulary, path in the model folder, how it was obtained); ``write``: save a built
+    vocabulary to ``--vocab`` (rank 0 only under DDP)."""
     copy = out / "vocab.tsv"
     if data.vocab and Path(data.vocab).is_file():
         vocab = check_word_vocab(load_vocab(data.vocab), data.vocab)
@@ -160,7 +93,7 @@ def _vocabulary(data: LMDataConfig, out: Path, resume: bool) -> tuple[Vocabulary
         vocab = Vocabulary.build(read_sentences(train_path, limit), max_size=data.vocab_size,
                                  min_count=data.vocab_min_count)
         how = f"built from {train_path}" + (f" (first {limit} lines)" if limit else "")
-        if data.vocab:
+        if data.vocab and write:
             vocab.save(data.vocab)
             how += f", saved to {data.vocab}"
     return vocab, str(copy), how
@@ -182,15 +115,25 @@ def cli_main(argv: list[str] | None = None) -> int:
         loop = C.build(LMLoopConfig, args, yaml_values)
     except (ValueError, TypeError) as err:
         raise SystemExit(f"nmt-lm-train: {err}") from None
-    torch.set_num_threads(loop.threads)
-
-    out = Path(loop.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    ctx = distributed.init(loop.device)  # no-op outside torchrun
     try:
-        vocab, vocab_path, vocab_how = _vocabulary(data, out, loop.resume)
+        return _run(ctx, name, arch, model_cls, data, model_cfg, optim, loop)
+    finally:
+        distributed.shutdown()
+
+
+def _run(ctx: distributed.DistContext, name: str, arch: str, model_cls, data: LMDataConfig, model_cfg,
+         optim: LMOptimConfig, loop: LMLoopConfig) -> int:
+    torch.set_num_threads(loop.threads)
+    out = Path(loop.out_dir)
+    if ctx.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+    try:
+        with ctx.main_first():  # rank 0 may build and save --vocab; the others then read it
+            vocab, vocab_path, vocab_how = _vocabulary(data, out, loop.resume, write=ctx.is_main)
         torch.manual_seed(loop.seed)
         task = build_task(data, vocab, batch_size=loop.batch_size, max_tokens=loop.max_tokens, seed=loop.seed,
-                          vocab_path=vocab_path)
+                          vocab_path=vocab_path, loss_norm=optim.loss_norm)
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(f"nmt-lm-train: {err}") from None
     model = model_cls.from_config(model_cfg, len(vocab))
@@ -198,60 +141,39 @@ def cli_main(argv: list[str] | None = None) -> int:
                 "optim": dataclasses.asdict(optim), "loop": dataclasses.asdict(loop),
                 "vocab": {"path": vocab_path, "size": len(vocab), "fingerprint": vocab.fingerprint()}}
     last_path = out / "checkpoint_last.pt"
-    resume_from = load_checkpoint(last_path) if loop.resume and last_path.exists() else None
-    if resume_from is not None:  # refuse a mismatched resume before anything in the folder is rewritten
-        saved = resume_from.get("config", {})
+    if loop.resume and last_path.exists():  # refuse a mismatched resume before anything in the folder is rewritten
+        saved_ckpt = load_checkpoint(last_path)
+        saved = saved_ckpt.get("config", {})
         try:
             if saved.get("task") != "lm" or saved.get("arch") != arch or saved.get("model") != resolved["model"]:
                 raise ValueError(f"model differs from the checkpoint's (checkpoint {saved.get('arch')} "
                                  f"{saved.get('model')}, now {arch} {resolved['model']})")
-            task.load_extras(resume_from)
+            task.check_compatible(saved_ckpt)  # the trainer's restore() loads the task's state itself
         except ValueError as err:
             raise SystemExit(f"nmt-lm-train: cannot resume from {last_path}: {err}") from None
-    copy = Path(vocab_path)
-    if not (data.vocab and Path(data.vocab).resolve() == copy.resolve()):
-        vocab.save(copy)
-    with atomic_write(out / "config.yaml") as fh:
-        yaml.safe_dump(resolved, fh, sort_keys=False, allow_unicode=True)
+        del saved_ckpt
+    if ctx.is_main:
+        copy = Path(vocab_path)
+        if not (data.vocab and Path(data.vocab).resolve() == copy.resolve()):
+            vocab.save(copy)
+        with atomic_write(out / "config.yaml") as fh:
+            yaml.safe_dump(resolved, fh, sort_keys=False, allow_unicode=True)
+    ctx.barrier()
 
-    trainer_optim = optim.base()
-    if optim.loss_norm == "sequence":
-        trainer_optim.clip_norm = 0.0  # clipped by the hook, after the per-row scaling
-    trainer = Trainer(model, task, loop, trainer_optim, resolved)
-    task.bind_position(lambda: (trainer.state.epoch, trainer.state.batch_in_epoch))
-    install_optimizer_hook(trainer, task, optim)
-
-    eval_seconds = 0.0
-    evaluate = trainer.evaluate
-
-    def timed_evaluate() -> dict[str, float]:
-        nonlocal eval_seconds
-        t0 = time.perf_counter()
-        try:
-            return evaluate()
-        finally:
-            eval_seconds += time.perf_counter() - t0
-
-    trainer.evaluate = timed_evaluate  # type: ignore[method-assign]
-    trained_tokens = 0
-    loss = task.loss
-
-    def counting_loss(m: nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, int]:
-        nonlocal trained_tokens
-        nll, ntok = loss(m, batch)
-        if m.training:
-            trained_tokens += ntok
-        return nll, ntok
-
-    task.loss = counting_loss  # type: ignore[method-assign]
-
-    print(f"nmt-lm-train: {arch} ({name}), {model.num_parameters():,} parameters; vocabulary {len(vocab):,} "
-          f"({vocab_how}); {len(task.train):,} training lines ({task.num_dropped} dropped by --max-len), "
-          f"{task.train_tokens:,} tokens incl. </s>; {len(task.dev):,} validation lines; regime {data.regime}, "
-          f"{task.num_batches} batches per epoch", file=sys.stderr)
+    trainer = Trainer(model, task, loop, optim, resolved)
+    if ctx.is_main:
+        procs = f"; {ctx.world} processes ({ctx.backend})" if ctx.enabled else ""
+        print(f"nmt-lm-train: {arch} ({name}), {model.num_parameters():,} parameters; vocabulary {len(vocab):,} "
+              f"({vocab_how}); {len(task.train):,} training lines ({task.num_dropped} dropped by --max-len), "
+              f"{task.train_tokens:,} tokens incl. </s>; {len(task.dev):,} validation lines; regime {data.regime}, "
+              f"{task.num_batches} batches per epoch{procs}", file=sys.stderr)
     start = time.perf_counter()
     state = trainer.train()
+    if not ctx.is_main:
+        return 0
     seconds = time.perf_counter() - start
+    eval_seconds = trainer.eval_seconds
+    trained_tokens = trainer.run_tokens
     train_seconds = max(seconds - eval_seconds, 1e-9)
     rate = trained_tokens / train_seconds
     best = min((h for h in state.history if "dev_loss" in h), key=lambda h: h["dev_loss"], default=None)
@@ -267,7 +189,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                "train_tokens_per_s": throughput,
                "this_run": {"tokens": trained_tokens, "seconds": round(seconds, 2),
                             "eval_seconds": round(eval_seconds, 2), "train_tokens_per_s": round(rate, 1),
-                            "threads": loop.threads}}
+                            "threads": loop.threads, "processes": ctx.world}}
     with atomic_write(out / "summary.json") as fh:
         json.dump(summary, fh, indent=1)
     ppl = f"{best['dev_ppl']:.2f} over {best['dev_tokens']:,} tokens" if best else "n/a"

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmt import distributed
+from nmt.paths import resolve_checkpoint
 from nmt.checkpoint import load_checkpoint
 from nmt.config import field
 from nmt.data.batching import bucketed_batches
@@ -525,20 +526,13 @@ class LoadedLM:
         return LMDataConfig(**{k: v for k, v in self.config.get("data", {}).items() if k in names})
 
 
-def checkpoint_path(path: str | Path, which: str = "best") -> Path:
-    path = Path(path)
-    if path.is_dir():
-        path = path / f"checkpoint_{which}.pt"
-    return path
-
-
-def load_language_model(path: str | Path, *, which: str = "best", vocab: str | None = None,
+def load_language_model(path: str | Path, *, which: str = "auto", vocab: str | None = None,
                         device: str = "cpu") -> LoadedLM:
-    """Load ``path`` (a checkpoint, or a model folder → ``checkpoint_<which>.pt``) in eval mode.
+    """Load ``path`` (a checkpoint, or a model folder and ``which``: best, last or auto) in eval mode.
 
     The vocabulary defaults to the model folder's ``vocab.tsv``; one whose
     fingerprint differs from the checkpoint's is refused."""
-    ckpt_path = checkpoint_path(path, which)
+    ckpt_path = resolve_checkpoint(path, which)
     state = load_checkpoint(ckpt_path)
     config = state.get("config", {})
     if config.get("task") != "lm":

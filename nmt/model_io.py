@@ -9,6 +9,7 @@ import torch
 from nmt.checkpoint import load_checkpoint
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.gru_encdec import GRUEncDecConfig, GRUEncoderDecoder, build_model
+from nmt.paths import resolve_checkpoint
 
 
 @dataclass
@@ -19,21 +20,14 @@ class LoadedModel:
     path: Path
 
 
-def _checkpoint_path(path: str | Path, which: str) -> Path:
-    path = Path(path)
-    if path.is_dir():
-        path = path / f"checkpoint_{which}.pt"
-    return path
-
-
-def load_translation_model(path: str | Path, *, which: str = "best", src_vocab: str | None = None,
+def load_translation_model(path: str | Path, *, which: str = "auto", src_vocab: str | None = None,
                            tgt_vocab: str | None = None, device: str = "cpu") -> LoadedModel:
-    """Load ``path`` (a checkpoint or a model folder → ``checkpoint_<which>.pt``) in eval mode.
+    """Load ``path`` (a checkpoint, or a model folder and ``which``: best, last or auto) in eval mode.
 
     Vocabularies default to the copies in the model folder; any vocabulary whose
     fingerprint differs from the one recorded at training time is refused.
     """
-    ckpt_path = _checkpoint_path(path, which)
+    ckpt_path = resolve_checkpoint(path, which)
     state = load_checkpoint(ckpt_path)
     if state.get("config", {}).get("task") != "translation":
         raise ValueError(f"{ckpt_path}: not a translation-model checkpoint")

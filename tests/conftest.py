@@ -40,3 +40,14 @@ def make_toy_data(root: Path, n_train: int = 240, n_dev: int = 20, seed: int = 0
 @pytest.fixture
 def toy_data(tmp_path: Path) -> Path:
     return make_toy_data(tmp_path / "data")
+
+
+def teacher_forced_log_probs(model, src_vocab, tgt_vocab, srcs, tgts) -> list[float]:
+    """Reference ln p(tgt | src) per pair: the model's own teacher-forced pass, one padded batch."""
+    import torch
+
+    from nmt.data.batching import pair_batch
+
+    batch = pair_batch([src_vocab.encode(list(s)) for s in srcs], [tgt_vocab.encode(list(t)) for t in tgts])
+    with torch.no_grad():
+        return model.eval().pair_log_probs(batch["src"], batch["tgt_in"], batch["tgt_out"]).tolist()

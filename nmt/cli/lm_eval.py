@@ -28,7 +28,7 @@ from smt_features.perplexity import format_result
 @dataclass
 class LMEvalConfig:
     model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
-    checkpoint: str = C.field("best", help="which checkpoint of a model folder: best or last")
+    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
     vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv); must be the one "
                                            "the model was trained with")
     text: str | None = C.field(None, help="text to score, one tokenized sentence per line (plain or .gz)")

@@ -22,7 +22,7 @@ from nmt.lm_data import REGIMES, encode_all, load_language_model, read_sentences
 @dataclass
 class LMScoreConfig:
     model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
-    checkpoint: str = C.field("best", help="which checkpoint of a model folder: best or last")
+    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
     vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv)")
     text: str = C.field("", help="tokenized sentences, one per line (plain or .gz)")
     output: str = C.field("-", help="one score per line ('-' = stdout)")

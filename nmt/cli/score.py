@@ -16,7 +16,7 @@ from nmt.scoring import PairScorer
 @dataclass
 class ScoreConfig:
     model: str = C.field("work/model", help="model folder (or checkpoint file) written by nmt-train")
-    checkpoint: str = C.field("best", help="which checkpoint of a model folder: best or last")
+    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
     src: str = C.field("", help="tokenized source sentences/phrases, one per line")
     tgt: str = C.field("", help="tokenized target sentences/phrases, line-aligned with --src")
     output: str = C.field("-", help="one score per line ('-' = stdout)")

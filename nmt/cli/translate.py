@@ -19,7 +19,7 @@ from nmt.search import beam_search
 @dataclass
 class TranslateConfig:
     model: str = C.field("work/model", help="model folder (or checkpoint file) written by nmt-train")
-    checkpoint: str = C.field("best", help="which checkpoint of a model folder: best or last")
+    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
     input: str = C.field("-", help="source sentences, one per line ('-' = stdin)")
     output: str = C.field("-", help="translations, one per line ('-' = stdout); with nbest > 1 a Moses n-best list")
     src_lang: str = C.field("en", help="source language for Moses tokenization")

@@ -1,0 +1,445 @@
+"""Features of the phrase-based log-linear model, with Moses's names and sign conventions.
+
+One interface, :class:`Feature`: a named dense feature with ``num_values``
+values (Moses's "score components"), labelled ``Name`` (one value) or
+``Name_0 … Name_k`` (several, as Moses's MERT tools label them). A feature
+has
+
+* a **stateless, phrase-level part** — :meth:`Feature.phrase_values` — that the
+  decoder evaluates once per translation option (from the phrase-table
+  columns and the phrase itself) and caches;
+* where needed a **stateful part** used during search (``stateful = True``):
+  the language model (KenLM states) and distance-based distortion (the end
+  of the previous source phrase). They also give an *isolation estimate*
+  of a phrase (:meth:`Feature.estimate`) for future costs and table-limit
+  pruning, as Moses does.
+
+The model score of a translation is ``Σ_i λ_i h_i`` where ``h_i`` are the
+feature values summed over the phrases of the derivation — natural logs
+throughout (KenLM's log10 are converted; phrase-table probabilities enter
+as ``ln p``).
+
+Conventions (Moses's, so that its moses.ini weights mean the same here):
+
+=====================  ==============================================  ==============
+feature                value per phrase / hypothesis                   default weight
+=====================  ==============================================  ==============
+TranslationModel0      ``ln p`` of each phrase-table score column      0.2 each
+                       (as many values as the table has columns: 4
+                       from training, more once an RNN Encoder–Decoder
+                       column or a count column is appended)
+LM0 (KENLM)            ``ln p(e_j | history)`` of each target word,      0.5
+                       ``<s>`` before the sentence, ``</s>`` after it
+Distortion0            ``-|start_i - end_{i-1} - 1|`` (end_0 = -1,        0.3
+                       so a first phrase starting at word s costs -s);
+                       no cost for the end of the sentence
+WordPenalty0           ``-(number of target words)``; with Moses's       -1
+                       default weight -1 each word *adds* +1 to the
+                       score (a word bonus, tuned by MERT)
+PhrasePenalty0         ``+1`` per phrase                                0.2
+UnknownWordPenalty0    ``-100`` per source word copied through because    1
+                       the table has no translation of it (Moses's
+                       ``FloorScore(log 0)``); not tuneable, so Moses
+                       leaves it out of n-best lists
+=====================  ==============================================  ==============
+
+An unknown word's option carries the word penalty and phrase penalty of its
+one-word target phrase and zeros for every translation-model column, as in
+Moses.
+"""
+from __future__ import annotations
+
+import gzip
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+#: Moses's floor for ``log(0)`` (``LOWEST_SCORE``); also the unknown-word value.
+LOWEST_SCORE = -100.0
+LN10 = math.log(10.0)
+
+
+class Feature:
+    """A named dense feature with ``num_values`` values.
+
+    Subclasses set :attr:`kind` (the Moses ``[feature]`` keyword),
+    :attr:`stateful`, and implement :meth:`phrase_values` (stateless part)
+    and, for stateful features, the methods of their own state.
+    """
+
+    kind: ClassVar[str] = "Feature"
+    stateful: ClassVar[bool] = False
+    #: Weights train-model.perl writes for a new system.
+    default_weight: ClassVar[float] = 1.0
+
+    def __init__(self, name: str | None = None, num_values: int = 1, tuneable: bool = True,
+                 args: Mapping[str, str] | None = None) -> None:
+        if num_values < 1:
+            raise ValueError(f"{self.kind}: num_values must be >= 1, got {num_values}")
+        self.name = name or f"{self.kind}0"
+        self.num_values = int(num_values)
+        self.tuneable = tuneable
+        #: the remaining ``key=value`` arguments of the moses.ini line, kept for writing it back
+        self.args: dict[str, str] = dict(args or {})
+
+    # ------------------------------------------------------------------ naming
+    def value_names(self) -> list[str]:
+        """``[Name]`` for one value, else ``[Name_0, …, Name_{k-1}]``."""
+        if self.num_values == 1:
+            return [self.name]
+        return [f"{self.name}_{i}" for i in range(self.num_values)]
+
+    def default_weights(self) -> list[float]:
+        return [self.default_weight] * self.num_values
+
+    # ------------------------------------------------------------------ stateless part
+    def phrase_values(self, src: Sequence[str], tgt: Sequence[str],
+                      scores: Sequence[float] | None) -> tuple[float, ...]:
+        """Values of one translation option; ``scores`` is ``None`` for an unknown word's copy."""
+        return (0.0,) * self.num_values
+
+    def estimate(self, tgt: Sequence[str]) -> float:
+        """Isolation estimate of a stateful feature for a target phrase (unweighted, one value)."""
+        return 0.0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, num_values={self.num_values})"
+
+
+class PhraseTableFeature(Feature):
+    """``TranslationModel0``: ``ln`` of each phrase-table score column.
+
+    The number of values is the number of score columns of the table
+    (Moses's ``num-features``); the table itself is held by the decoder's
+    :class:`smt_features.decoder.PhraseTable`.
+    """
+
+    kind = "PhraseDictionaryMemory"
+    default_weight = 0.2
+
+    def __init__(self, name: str | None = "TranslationModel0", num_values: int = 4, tuneable: bool = True,
+                 path: str | None = None, table_limit: int = 20, args: Mapping[str, str] | None = None,
+                 kind: str | None = None) -> None:
+        super().__init__(name, num_values, tuneable, args)
+        self.path = path
+        self.table_limit = table_limit
+        if kind:
+            self.kind = kind  # type: ignore[misc]  # e.g. PhraseDictionaryCompact spelled in an ini
+
+    def phrase_values(self, src, tgt, scores):
+        if scores is None:  # unknown word: no table scores (Moses leaves them 0)
+            return (0.0,) * self.num_values
+        if len(scores) != self.num_values:
+            raise ValueError(f"{self.name}: {len(scores)} scores for a {self.num_values}-feature table")
+        log = math.log
+        return tuple(log(s) if s > 0.0 else LOWEST_SCORE for s in scores)
+
+
+class WordPenaltyFeature(Feature):
+    """``WordPenalty0``: ``-(number of target words)`` (Moses's sign; its default weight is -1)."""
+
+    kind = "WordPenalty"
+    default_weight = -1.0
+
+    def phrase_values(self, src, tgt, scores):
+        return (-float(len(tgt)),)
+
+
+class PhrasePenaltyFeature(Feature):
+    """``PhrasePenalty0``: ``+1`` per phrase."""
+
+    kind = "PhrasePenalty"
+    default_weight = 0.2
+
+    def phrase_values(self, src, tgt, scores):
+        return (1.0,)
+
+
+class UnknownWordPenaltyFeature(Feature):
+    """``UnknownWordPenalty0``: ``-100`` for each source word copied through untranslated.
+
+    Not tuneable by default (Moses): left out of n-best lists, weight 1.
+    """
+
+    kind = "UnknownWordPenalty"
+    default_weight = 1.0
+
+    def __init__(self, name: str | None = None, num_values: int = 1, tuneable: bool = False,
+                 args: Mapping[str, str] | None = None) -> None:
+        super().__init__(name, num_values, tuneable, args)
+
+    def phrase_values(self, src, tgt, scores):
+        return (LOWEST_SCORE if scores is None else 0.0,)
+
+
+class DistortionFeature(Feature):
+    """``Distortion0``: ``-|start_i - end_{i-1} - 1|``, state = end of the previous source phrase (−1 at start)."""
+
+    kind = "Distortion"
+    stateful = True
+    default_weight = 0.3
+
+    @staticmethod
+    def begin_state() -> int:
+        return -1
+
+    @staticmethod
+    def value(prev_end: int, start: int) -> float:
+        return -float(abs(start - prev_end - 1))
+
+
+class KenLMFeature(Feature):
+    """``LM0``: a KenLM n-gram model queried through :class:`smt_features.kenlm_lm.KenLMScorer`.
+
+    States are ``kenlm.State`` objects (hashable; KenLM minimises them, which
+    helps recombination). Everything is in natural log.
+    """
+
+    kind = "KENLM"
+    stateful = True
+    default_weight = 0.5
+
+    def __init__(self, scorer: Any = None, name: str | None = "LM0", path: str | None = None,
+                 order: int | None = None, tuneable: bool = True, args: Mapping[str, str] | None = None,
+                 map_unk: str | None = None, arpa_path: str | None = None) -> None:
+        super().__init__(name, 1, tuneable, args)
+        if scorer is None:
+            if path is None:
+                raise ValueError("KenLMFeature needs a scorer or a path")
+            from smt_features.kenlm_lm import DEFAULT_MAP_UNK, KenLMScorer
+
+            scorer = KenLMScorer(path, map_unk=DEFAULT_MAP_UNK if map_unk is None else (map_unk or None))
+        self.scorer = scorer
+        self.path = path if path is not None else str(getattr(scorer, "path", ""))
+        self.order = order if order is not None else scorer.order
+        self._model = scorer.model
+        import kenlm  # the scorer already imported it
+
+        self._State = kenlm.State
+        self._scratch = (kenlm.State(), kenlm.State())
+        self._map_unk = getattr(scorer, "map_unk", None)
+        self._arpa_path = arpa_path
+        self._upper: dict[str, float] | None = None
+        self._upper_default = 0.0
+
+    # -- upper bounds (used by the decoder to skip hopeless options before querying the LM)
+    def find_arpa(self) -> Path | None:
+        """The ARPA file beside the model (``X.binary`` → ``X.arpa`` / ``X.arpa.gz``), if any."""
+        if self._arpa_path:
+            return Path(self._arpa_path)
+        p = Path(self.path)
+        if p.suffix in (".arpa", ".gz") and "arpa" in p.name:
+            return p
+        for cand in (p.with_suffix(".arpa"), p.with_suffix(".arpa.gz")):
+            if cand.is_file():
+                return cand
+        return None
+
+    def load_upper_bounds(self) -> bool:
+        """Read per-word upper bounds of ``ln p(w | any history)`` from the model's ARPA file.
+
+        Returns False (bounds stay 0, i.e. ``ln p ≤ 0``) when there is no ARPA file.
+        """
+        if self._upper is not None:
+            return True
+        arpa = self.find_arpa()
+        if arpa is None or not arpa.is_file():
+            return False
+        bounds, max_backoff = arpa_upper_bounds(arpa)
+        slack = max(0.0, max_backoff) * max(0, self.order - 1)
+        self._upper = {w: v + slack for w, v in bounds.items()}
+        self._upper_default = self._upper.get("<unk>", 0.0)
+        return True
+
+    def word_upper_bound(self, word: str) -> float:
+        """An upper bound of ``ln p(word | h)`` over every history ``h`` (0 without bounds)."""
+        if self._upper is None:
+            return 0.0
+        return self._upper.get(word, self._upper_default)
+
+    def position_upper_bounds(self, words: Sequence[str]) -> list[float]:
+        """Per word of a phrase, an upper bound of its ``ln p`` after any state: a bound for the
+        first ``order - 1`` words (their history reaches outside the phrase), the exact value
+        after that (the history lies inside the phrase)."""
+        if not words:
+            return []
+        n_open = min(len(words), max(0, self.order - 1))
+        out = [min(self.word_upper_bound(w), 0.0) for w in words[:n_open]]
+        if len(words) > n_open:
+            out.extend(self.word_scores(self.null_state(), words)[n_open:])
+        return out
+
+    def phrase_upper_bound(self, words: Sequence[str]) -> float:
+        """Upper bound of ``ln p(words | state)`` over all states (sum of :meth:`position_upper_bounds`)."""
+        return sum(self.position_upper_bounds(words))
+
+    def word_scores(self, state, words: Sequence[str]) -> list[float]:
+        """``ln p`` of each word of ``words`` after ``state``."""
+        base = self._model.BaseScore
+        out = []
+        cur = state
+        for w in words:
+            nxt = self._State()
+            out.append(base(cur, w, nxt) * LN10)
+            cur = nxt
+        return out
+
+    # -- words as the model sees them (the scorer's <unk> rewrite)
+    def lm_words(self, tgt: Sequence[str]) -> tuple[str, ...]:
+        m = self._map_unk
+        if m is None:
+            return tuple(tgt)
+        return tuple(m if w == "<unk>" else w for w in tgt)
+
+    def begin_state(self):
+        return self.scorer.begin_state()
+
+    def null_state(self):
+        return self.scorer.null_state()
+
+    def score_phrase(self, state, words: Sequence[str]):
+        """``(ln p(words | state), new_state)`` for model-side ``words`` (see :meth:`lm_words`)."""
+        base = self._model.BaseScore
+        a_tmp, b_tmp = self._scratch
+        total = 0.0
+        cur = state
+        last = len(words) - 1
+        for i, w in enumerate(words):
+            if i == last:
+                out = self._State()
+            else:
+                out = a_tmp if cur is not a_tmp else b_tmp
+            total += base(cur, w, out)
+            cur = out
+        if last < 0:
+            return 0.0, state
+        return total * LN10, cur
+
+    def end_score(self, state) -> float:
+        """``ln p(</s> | state)``."""
+        return self._model.BaseScore(state, "</s>", self._scratch[0]) * LN10
+
+    def estimate(self, tgt: Sequence[str]) -> float:
+        """``ln p`` of the phrase alone, from an empty context (Moses's future-cost LM estimate)."""
+        if not tgt:
+            return 0.0
+        return self.score_phrase(self.null_state(), self.lm_words(tgt))[0]
+
+    def __getstate__(self):  # KenLM models do not pickle; workers fork instead
+        raise TypeError("KenLMFeature cannot be pickled; decode in forked worker processes")
+
+
+class FeatureSet:
+    """The ordered features of a model and the flat layout of their values.
+
+    Values of all features are concatenated in feature order into one
+    vector (``h``), weights likewise (``λ``). ``score(h) = Σ λ_i h_i``.
+    """
+
+    def __init__(self, features: Sequence[Feature]) -> None:
+        names = [f.name for f in features]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate feature name(s): {sorted(dup)}")
+        self.features = list(features)
+        self.offsets: list[int] = []
+        off = 0
+        for f in self.features:
+            self.offsets.append(off)
+            off += f.num_values
+        self.size = off
+        self._by_name = {f.name: i for i, f in enumerate(self.features)}
+
+    def __iter__(self):
+        return iter(self.features)
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    def get(self, name: str) -> Feature:
+        return self.features[self._by_name[name]]
+
+    def index(self, name: str) -> int:
+        return self._by_name[name]
+
+    def slice(self, name: str) -> slice:
+        i = self._by_name[name]
+        return slice(self.offsets[i], self.offsets[i] + self.features[i].num_values)
+
+    def value_names(self) -> list[str]:
+        return [n for f in self.features for n in f.value_names()]
+
+    def of_kind(self, cls: type) -> list[Feature]:
+        return [f for f in self.features if isinstance(f, cls)]
+
+    def weight_vector(self, weights: Mapping[str, Sequence[float]], *, use_defaults: bool = False) -> list[float]:
+        """Flat ``λ`` from ``{feature name: values}``; a missing feature raises ``KeyError``
+        unless ``use_defaults`` (then :meth:`Feature.default_weights`)."""
+        out: list[float] = []
+        for f in self.features:
+            if f.name in weights:
+                vals = [float(v) for v in weights[f.name]]
+            elif use_defaults or isinstance(f, UnknownWordPenaltyFeature):
+                vals = f.default_weights()
+            else:
+                raise KeyError(f"no weights for feature {f.name}")
+            if len(vals) != f.num_values:
+                raise ValueError(f"feature {f.name} has {f.num_values} value(s) but {len(vals)} weight(s)")
+            out.extend(vals)
+        unknown = set(weights) - set(self._by_name)
+        if unknown:
+            raise KeyError(f"weights for unknown feature(s): {sorted(unknown)}")
+        return out
+
+    def split(self, values: Sequence[float]) -> dict[str, list[float]]:
+        """``{feature name: its values}`` from a flat vector."""
+        if len(values) != self.size:
+            raise ValueError(f"expected {self.size} values, got {len(values)}")
+        return {f.name: list(values[o:o + f.num_values]) for f, o in zip(self.features, self.offsets)}
+
+    def nbest_order(self) -> list[Feature]:
+        """Tuneable features in the order Moses prints them in n-best lists: stateful first, then stateless."""
+        return ([f for f in self.features if f.stateful and f.tuneable]
+                + [f for f in self.features if not f.stateful and f.tuneable])
+
+    @staticmethod
+    def dot(weights: Sequence[float], values: Sequence[float]) -> float:
+        return math.fsum(w * v for w, v in zip(weights, values))
+
+
+def arpa_upper_bounds(path: str | Path) -> tuple[dict[str, float], float]:
+    """Per word, the largest ``ln p`` of any n-gram ending in it; and the largest ``ln`` backoff.
+
+    With backoff weights ≤ 1 (true of modified Kneser–Ney models from
+    ``lmplz``), ``p(w | h)`` never exceeds the probability of some stored
+    n-gram ending in ``w``, so these are upper bounds over all histories.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    best: dict[bytes, float] = {}
+    max_bo = float("-inf")
+    in_grams = False
+    with opener(path, "rb") as fh:
+        for raw in fh:
+            if raw.startswith(b"\\"):
+                in_grams = raw.rstrip().endswith(b"-grams:")
+                continue
+            if not in_grams:
+                continue
+            parts = raw.rstrip(b"\r\n").split(b"\t")
+            if len(parts) < 2:
+                continue
+            lp = float(parts[0])
+            w = parts[1].rsplit(b" ", 1)[-1]
+            if lp > best.get(w, -1e30):
+                best[w] = lp
+            if len(parts) > 2:
+                bo = float(parts[2])
+                if bo > max_bo:
+                    max_bo = bo
+    bounds = {w.decode("utf-8"): lp * LN10 for w, lp in best.items()}
+    return bounds, (max_bo * LN10 if max_bo != float("-inf") else 0.0)

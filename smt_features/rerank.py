@@ -1,0 +1,320 @@
+"""N-best reranking with neural features: add log-probabilities from neural LMs, KenLM and the
+RNN Encoder–Decoder to a Moses n-best list, tune the weights with MERT, pick the reranked 1-best.
+
+Features (all natural log, one value each, appended after the list's own groups in the order
+given):
+
+* **neural LM** (any ``nmt-lm-train`` model: LSTM, RMN, Mogrifier): ``ln p(hyp)`` including the
+  ``</s>`` that ends the hypothesis, each hypothesis from a fresh state (``<s>`` context, or
+  ``</s>`` for stream-trained models) — the value ``nmt-lm-score`` prints;
+* **KenLM**: ``ln p(hyp </s> | <s>)`` (``KenLMScorer.score_sentence``; ARPA log10 × ln 10);
+* **encoder–decoder**: sentence-level ``ln p(hyp | source)`` incl. ``</s>`` (``nmt.scoring.PairScorer``);
+  the source is line ``id`` (0-based) of the ``--src`` file.
+
+Each distinct hypothesis (per LM) or distinct ``(id, hypothesis)`` pair (encoder–decoder) is scored
+once, in batches. ``torch`` / ``nmt`` are imported only when a neural scorer is built.
+
+Totals: :func:`add_features` keeps each line's total as it was unless weights are given, in
+which case ``total = Σ λ·h`` over all features of the line (the new ones included).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from smt_features.nbest import NBestEntry, NBestError
+
+# a batch scorer: list of tokenized hypotheses -> one ln p per hypothesis
+LMScoreFn = Callable[[Sequence[Sequence[str]]], list[float]]
+# a pair scorer: (sources, hypotheses) -> one ln p(hyp | src) per pair
+PairScoreFn = Callable[[Sequence[Sequence[str]], Sequence[Sequence[str]]], list[float]]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+def parse_named(spec: str, what: str = "feature") -> tuple[str, str]:
+    """``"LSTM0=path/to/model"`` → ``("LSTM0", "path/to/model")``."""
+    name, eq, path = spec.partition("=")
+    if not eq or not name or not path:
+        raise ValueError(f"{what}: expected NAME=PATH, got {spec!r}")
+    if not _NAME.match(name):
+        raise ValueError(f"{what}: feature name {name!r} must be a letter or '_' followed by letters, digits, "
+                         "'_', '.', '-' (Moses style: LSTM0)")
+    return name, path
+
+
+# ------------------------------------------------------------------------------------- scorers
+
+def _batched(items: Sequence, batch_size: int) -> Iterable[Sequence]:
+    step = max(1, int(batch_size))
+    for lo in range(0, len(items), step):
+        yield items[lo:lo + step]
+
+
+def neural_lm_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int = 256,
+                     max_tokens: int = 4000, device: str = "cpu") -> LMScoreFn:
+    """ln p(hyp incl. </s>) under an ``nmt-lm-train`` model, each hypothesis from a fresh state."""
+    from nmt.lm_data import encode_all, load_language_model, sentence_token_logprobs
+
+    loaded = load_language_model(model_dir, which=which, device=device)
+
+    def score(hyps: Sequence[Sequence[str]]) -> list[float]:
+        out: list[float] = []
+        for chunk in _batched(hyps, batch_size):
+            lps = sentence_token_logprobs(loaded.model, encode_all(loaded.vocab, [list(h) for h in chunk]),
+                                          start=loaded.start, max_tokens=max_tokens)
+            out.extend(math.fsum(lp.tolist()) for lp in lps)
+        return out
+
+    return score
+
+
+def kenlm_scorer(path: str | Path, map_unk: str | None = "auto") -> LMScoreFn:
+    """ln p(hyp </s> | <s>) under a KenLM model; ``map_unk="auto"`` reads the model's sidecar as ``smt-kenlm eval``."""
+    from smt_features.kenlm_lm import DEFAULT_MAP_UNK, KenLMScorer, _sidecar
+
+    if map_unk == "auto":
+        side = _sidecar(Path(path))
+        map_unk = DEFAULT_MAP_UNK
+        if side.is_file():
+            import yaml
+
+            recorded = yaml.safe_load(side.read_text(encoding="utf-8"))
+            if isinstance(recorded, dict):
+                map_unk = recorded.get("map_unk", DEFAULT_MAP_UNK)
+    scorer = KenLMScorer(path, map_unk=map_unk or None)
+
+    def score(hyps: Sequence[Sequence[str]]) -> list[float]:
+        # KenLM refuses an empty string: an empty hypothesis is just </s>
+        return [scorer.score_sentence(list(h)) if h else scorer.model.score("", bos=True, eos=True) * math.log(10)
+                for h in hyps]
+
+    return score
+
+
+def encdec_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int = 256, max_tokens: int = 4000,
+                  device: str = "cpu") -> PairScoreFn:
+    """ln p(hyp | src) incl. </s> under an ``nmt-train`` encoder–decoder (``PairScorer``)."""
+    from nmt.model_io import load_translation_model
+    from nmt.scoring import PairScorer
+
+    loaded = load_translation_model(model_dir, which=which, device=device)
+    scorer = PairScorer(loaded.model, loaded.src_vocab, loaded.tgt_vocab, max_tokens=max_tokens, device=device)
+
+    def score_empty(srcs: Sequence[Sequence[str]]) -> list[float]:
+        # ln p(</s> | src) for empty hypotheses (the engine refuses an empty side): teacher-forced pass
+        import torch
+
+        from nmt.data.batching import pair_batch
+
+        out: list[float] = []
+        for chunk in _batched(srcs, batch_size):
+            b = pair_batch([loaded.src_vocab.encode(list(s)) for s in chunk], [[] for _ in chunk])
+            with torch.no_grad():
+                lp = loaded.model.pair_log_probs(b["src"].to(device), b["tgt_in"].to(device),
+                                                 b["tgt_out"].to(device))
+            out.extend(float(x) for x in lp.double().cpu().tolist())
+        return out
+
+    def score(srcs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> list[float]:
+        if any(not s for s in srcs):
+            raise ValueError("the encoder–decoder cannot score an empty source sentence")
+        out: list[float | None] = [None] * len(hyps)
+        full = [i for i, h in enumerate(hyps) if h]
+        empty = [i for i, h in enumerate(hyps) if not h]
+        for chunk in _batched(full, batch_size):
+            res = scorer.score_pairs([list(srcs[i]) for i in chunk], [list(hyps[i]) for i in chunk])
+            for i, r in zip(chunk, res):
+                out[i] = r.log_prob
+        for i, v in zip(empty, score_empty([srcs[i] for i in empty]) if empty else []):
+            out[i] = v
+        return out  # type: ignore[return-value]
+
+    return score
+
+
+# ------------------------------------------------------------------------------------- features
+
+@dataclass
+class FeatureSpec:
+    """A named feature: an LM-type scorer (hypothesis only) or a pair scorer (source, hypothesis)."""
+
+    name: str
+    lm: LMScoreFn | None = None
+    pair: PairScoreFn | None = None
+
+
+def check_ids(entries: Sequence[NBestEntry], num_sources: int, path: str = "<n-best>") -> None:
+    """Every sentence id must index a line of the source file (0-based)."""
+    for e in entries:
+        if e.sent_id >= num_sources:
+            raise NBestError(path, e.line_no, f"sentence id {e.sent_id} is out of range: the source file has "
+                                              f"{num_sources} line(s) (ids 0..{num_sources - 1})")
+
+
+def compute_features(entries: Sequence[NBestEntry], specs: Sequence[FeatureSpec],
+                     sources: Sequence[Sequence[str]] | None = None) -> dict[str, list[float]]:
+    """Value of each feature for each entry (in entry order); distinct inputs are scored once."""
+    out: dict[str, list[float]] = {}
+    for spec in specs:
+        if spec.lm is not None:
+            keys = list(dict.fromkeys(tuple(e.tokens) for e in entries))
+            vals = spec.lm([list(k) for k in keys])
+            table = dict(zip(keys, vals))
+            out[spec.name] = [float(table[tuple(e.tokens)]) for e in entries]
+        elif spec.pair is not None:
+            if sources is None:
+                raise ValueError(f"feature {spec.name}: the encoder–decoder needs the source sentences (--src)")
+            pkeys = list(dict.fromkeys((e.sent_id, tuple(e.tokens)) for e in entries))
+            vals = spec.pair([list(sources[i]) for i, _ in pkeys], [list(h) for _, h in pkeys])
+            ptable = dict(zip(pkeys, vals))
+            out[spec.name] = [float(ptable[(e.sent_id, tuple(e.tokens))]) for e in entries]
+        else:
+            raise ValueError(f"feature {spec.name}: no scorer")
+        if len(out[spec.name]) != len(entries):
+            raise RuntimeError(f"feature {spec.name}: scorer returned a wrong number of values")
+    return out
+
+
+def add_features(entries: Sequence[NBestEntry], values: Mapping[str, Sequence[float]],
+                 weights: Mapping[str, Sequence[float]] | None = None) -> list[NBestEntry]:
+    """New entries with the feature groups ``values`` appended (one value each).
+
+    Totals: recomputed as ``Σ λ·h`` when ``weights`` is given, else left as they were.
+    """
+    out = []
+    for i, e in enumerate(entries):
+        existing = {n for n, _ in e.features}
+        clash = existing & set(values)
+        if clash:
+            raise NBestError("<n-best>", e.line_no, f"feature(s) {sorted(clash)} already in the n-best list")
+        feats = [(n, list(v)) for n, v in e.features] + [(n, [float(vals[i])]) for n, vals in values.items()]
+        ne = NBestEntry(e.sent_id, list(e.tokens), feats, e.total, list(e.extra), e.line_no)
+        if weights is not None:
+            ne.total = weighted_total(ne, weights)
+        out.append(ne)
+    return out
+
+
+# ------------------------------------------------------------------------------------- weights
+
+def weighted_total(entry: NBestEntry, weights: Mapping[str, Sequence[float]]) -> float:
+    """``Σ λ·h`` over the entry's feature groups; every group needs weights of the same size."""
+    total = 0.0
+    for name, vals in entry.features:
+        if name not in weights:
+            raise ValueError(f"no weight for feature {name} (weights given for: {' '.join(weights)})")
+        w = weights[name]
+        if len(w) != len(vals):
+            raise ValueError(f"feature {name} has {len(vals)} value(s) but {len(w)} weight(s)")
+        total += math.fsum(a * b for a, b in zip(w, vals))
+    return total
+
+
+def read_weights(path: str | Path) -> dict[str, list[float]]:
+    """Weights from a moses.ini-style file: ``Name= v …`` lines (a ``[weight]`` header, other sections,
+    blank lines and ``#`` comments are allowed; only the ``[weight]`` section is read when there are sections)."""
+    from smt_features.moses_ini import MosesIniError, parse_weight_tokens
+
+    text = Path(path).read_text(encoding="utf-8")
+    out: dict[str, list[float]] = {}
+    section: str | None = None
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        if section not in (None, "weight"):
+            continue
+        for name, vals in parse_weight_tokens(line.split(), str(path), line_no).items():
+            if name in out:
+                raise MosesIniError(str(path), line_no, f"weights for {name} given twice")
+            out[name] = vals
+    if not out:
+        raise MosesIniError(str(path), None, "no 'Name= value' weight lines found")
+    return out
+
+
+def format_weights(weights: Mapping[str, Sequence[float]], comment: str = "") -> str:
+    """moses.ini ``[weight]`` section text."""
+    from smt_features.moses_ini import format_weight_line
+
+    lines = [f"# {c}" for c in comment.splitlines()] if comment else []
+    lines.append("[weight]")
+    lines.extend(format_weight_line(n, list(v)) for n, v in weights.items())
+    return "\n".join(lines) + "\n"
+
+
+def group_weights(flat: Mapping[str, float], layout: Sequence[tuple[str, int]]) -> dict[str, list[float]]:
+    """MERT's value names (``TM0_0`` …) back to groups ``{"TM0": [..]}`` in the n-best layout."""
+    out: dict[str, list[float]] = {}
+    for name, k in layout:
+        out[name] = [float(flat[name])] if k == 1 else [float(flat[f"{name}_{i}"]) for i in range(k)]
+    return out
+
+
+def flat_weights(weights: Mapping[str, Sequence[float]], layout: Sequence[tuple[str, int]],
+                 default: float | None = None) -> dict[str, float]:
+    """Groups → MERT value names; a group missing from ``weights`` gets ``default`` (or raises)."""
+    out: dict[str, float] = {}
+    for name, k in layout:
+        if name in weights:
+            w = list(weights[name])
+            if len(w) != k:
+                raise ValueError(f"feature {name} has {k} value(s) but {len(w)} weight(s)")
+        elif default is not None:
+            w = [default] * k
+        else:
+            raise ValueError(f"no weight for feature {name}")
+        if k == 1:
+            out[name] = float(w[0])
+        else:
+            out.update({f"{name}_{i}": float(x) for i, x in enumerate(w)})
+    return out
+
+
+def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_sentences: int | None = None,
+         init: Mapping[str, Sequence[float]] | None = None, restarts: int = 20, seed: int = 1
+         ) -> tuple[dict[str, list[float]], float]:
+    """MERT (:func:`smt_features.mert.optimise`) over all features; returns ``(grouped weights, BLEU %)``.
+
+    Start: ``init`` where given, features missing from it start at 0 (if ``init`` is None, every
+    feature starts at ``1/D``). BLEU: tokenized corpus BLEU in percent on the n-best list.
+    """
+    from smt_features.mert import optimise
+
+    if not entries:
+        raise ValueError("empty n-best list")
+    n = num_sentences if num_sentences is not None else max(e.sent_id for e in entries) + 1
+    if len(references) < n:
+        raise ValueError(f"{len(references)} references for {n} sentences")
+    lists: list[list[NBestEntry]] = [[] for _ in range(n)]
+    for e in entries:
+        lists[e.sent_id].append(e)
+    layout = [(name, len(v)) for name, v in entries[0].features]
+    dim = sum(k for _, k in layout)
+    init_flat = flat_weights(init, layout, default=0.0) if init is not None else flat_weights(
+        {}, layout, default=1.0 / dim)
+    keep = [i for i in range(n) if lists[i]]
+    weights, bleu = optimise([lists[i] for i in keep], [references[i] for i in keep], init_flat,
+                             restarts=restarts, seed=seed)
+    return group_weights(weights, layout), float(bleu)  # type: ignore[arg-type]
+
+
+def one_best(entries: Sequence[NBestEntry], num_sentences: int | None = None,
+             weights: Mapping[str, Sequence[float]] | None = None) -> list[list[str] | None]:
+    """Highest-scoring hypothesis per sentence id (by ``Σ λ·h`` with ``weights``, else by the line's total);
+    ties go to the earliest line; ``None`` for an id without hypotheses."""
+    n = num_sentences if num_sentences is not None else (max((e.sent_id for e in entries), default=-1) + 1)
+    best: list[tuple[float, NBestEntry] | None] = [None] * n
+    for e in entries:
+        score = weighted_total(e, weights) if weights is not None else e.total
+        cur = best[e.sent_id]
+        if cur is None or score > cur[0]:
+            best[e.sent_id] = (score, e)
+    return [None if b is None else list(b[1].tokens) for b in best]

@@ -18,7 +18,8 @@ from nmt.cli.train import cli_main as train_main
 
 def _args(data: Path, out: Path, *extra: str) -> list[str]:
     return ["--data-dir", str(data), "--out-dir", str(out), "--preset", "tiny", "--dropout", "0.1",
-            "--optimizer", "adam", "--lr", "0.01", "--batch-size", "16", "--progress", "false", *extra]
+            "--optimizer", "adam", "--lr", "0.01", "--batch-size", "16", "--progress", "false",
+            "--threads", "1", *extra]  # one thread: bit-exact comparisons even on a loaded machine
 
 
 def _assert_same_state(a: Path, b: Path) -> None:

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmt.config import field
+from nmt.models.gru_recurrence import gated_recurrence, gated_recurrence_loop
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
@@ -73,6 +74,7 @@ class GatedUnit(nn.Module):
         self.hidden = hidden
         self.U_zr = nn.Linear(hidden, 2 * hidden, bias=False)
         self.U = nn.Linear(hidden, hidden, bias=False)
+        self.fused = True  # sequence(): fused autograd Function (True) or the plain autograd loop
 
     def forward(self, x_proj: Tensor, h: Tensor) -> Tensor:
         H = self.hidden
@@ -80,6 +82,15 @@ class GatedUnit(nn.Module):
         z, r = zr[:, :H], zr[:, H:]
         candidate = torch.tanh(torch.addmm(x_proj[:, 2 * H:], r * h, self.U.weight.t()))
         return candidate + z * (h - candidate)  # = z ⊙ h + (1 − z) ⊙ h̃
+
+    def sequence(self, proj: Tensor, h0: Tensor, mask: Tensor | None) -> Tensor:
+        """All states [B, T, H] over ``proj`` [B, T, 3H]; ``mask`` [B, T] (False = padding, h carried).
+
+        ``fused`` (default) runs :class:`~nmt.models.gru_recurrence.GatedRecurrenceFunction`
+        (graph-free forward, hand-written BPTT); ``fused = False`` records the plain loop op by op.
+        """
+        fn = gated_recurrence if self.fused else gated_recurrence_loop
+        return fn(proj, h0, self.U_zr.weight, self.U.weight, mask)
 
 
 class _Recurrence(nn.Module):
@@ -121,15 +132,10 @@ class _Recurrence(nn.Module):
             states, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=inputs.shape[1])
             return states, last.squeeze(0)
         proj = self.W(inputs)  # [B, T, 3H], one matmul for all steps
-        h = h0
-        outputs = []
-        for t in range(inputs.shape[1]):
-            h_new = self.unit(proj[:, t], h)
-            if mask is not None:
-                h_new = torch.where(mask[:, t:t + 1], h_new, h)
-            outputs.append(h_new)
-            h = h_new
-        return torch.stack(outputs, 1), h
+        if inputs.shape[1] == 0:
+            return proj.new_empty(inputs.shape[0], 0, self.hidden), h0
+        states = self.unit.sequence(proj, h0, mask)
+        return states, states[:, -1]  # padded steps carry h, so the last column is the last real state
 
     def step(self, x: Tensor, h: Tensor) -> Tensor:
         """One step for a single input vector per row: x [B, in], h [B, H]."""
@@ -216,12 +222,7 @@ class GRUEncoderDecoder(nn.Module):
         assert self.context_proj is not None
         rec = self.decoder
         proj = rec.W(y) + self.context_proj(c).unsqueeze(1)  # all input and context terms at once
-        h = h0
-        outputs = []
-        for t in range(y.shape[1]):
-            h = rec.unit(proj[:, t], h)
-            outputs.append(h)
-        return torch.stack(outputs, 1)
+        return rec.unit.sequence(proj, h0, None)
 
     def decode_step(self, prev: Tensor, h: Tensor, c: Tensor, c_cache: tuple[Tensor, Tensor] | None = None
                     ) -> tuple[Tensor, Tensor]:

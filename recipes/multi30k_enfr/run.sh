@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Multi30k En→Fr with the RNN Encoder–Decoder: prepare → train → translate both
 # test sets → BLEU and chrF (sacreBLEU, detokenised output vs raw references).
-#   recipes/multi30k_enfr/run.sh [--quick] [--work DIR] [-- extra nmt-train flags, e.g. --max-epochs 6]
+#   recipes/multi30k_enfr/run.sh [--quick] [--train-section NAME] [--work DIR] [-- extra nmt-train flags]
 # Data: $MT_DATA (default ../shared/data beside the repository).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 quick=0
 work=""
+train_section=""
 train_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --work) work=$2; shift ;;
+    --train-section) train_section=$2; shift ;;
     --) shift; train_extra=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -23,7 +25,7 @@ suffix=$([ $quick = 1 ] && echo _quick || true)
 work=${work:-$root/work/multi30k_enfr$suffix}
 bin=${BIN:-$root/.venv/bin}
 cfg=$here/config.yaml
-train_section=$([ $quick = 1 ] && echo train_quick || echo train)
+train_section=${train_section:-$([ $quick = 1 ] && echo train_quick || echo train)}
 mkdir -p "$work"
 start=$(date +%s)
 

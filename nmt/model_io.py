@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 
 from nmt.checkpoint import load_checkpoint
 from nmt.data.vocab import Vocabulary, load_vocab

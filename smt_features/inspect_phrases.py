@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from nmt import config as nmt_config
 from nmt.config import field
-from nmt.data.io import atomic_write, iter_lines
+from nmt.data.io import write_output, iter_lines
 from smt_features.phrase_table import DIRECT_PHRASE_PROB, load_phrase_table
 
 log = logging.getLogger(__name__)
@@ -132,11 +132,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"smt-inspect-phrases: error: {err}", file=sys.stderr)
         return 1
-    if cfg.output == "-":
-        sys.stdout.write(text)
-    else:
-        with atomic_write(cfg.output) as fh:
-            fh.write(text)
+    write_output(cfg.output, text)
     return 0
 
 

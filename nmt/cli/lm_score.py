@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from nmt import config as C
-from nmt.data.io import atomic_write
+from nmt.data.io import write_output
 from nmt.lm_data import REGIMES, encode_all, load_language_model, read_sentences, token_logprobs
 
 
@@ -55,11 +55,7 @@ def cli_main(argv: list[str] | None = None) -> int:
             line += "\t" + " ".join(f"{v:.6f}" for v in lp)
         lines.append(line + "\n")
     text = "".join(lines)
-    if cfg.output == "-":
-        sys.stdout.write(text)
-    else:
-        with atomic_write(cfg.output) as fh:
-            fh.write(text)
+    write_output(cfg.output, text)
     return 0
 
 

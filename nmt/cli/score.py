@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from nmt import config as C
-from nmt.data.io import atomic_write, read_parallel
+from nmt.data.io import write_output, read_parallel
 from nmt.model_io import load_translation_model
 from nmt.scoring import PairScorer
 
@@ -36,11 +36,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     scores = scorer.score_pairs([s.split() for s, _ in pairs], [t.split() for _, t in pairs])
     values = [math.exp(s.log_prob) if cfg.probabilities else s.log_prob for s in scores]
     text = "".join(f"{v:.6g}\n" if cfg.probabilities else f"{v:.6f}\n" for v in values)
-    if cfg.output == "-":
-        sys.stdout.write(text)
-    else:
-        with atomic_write(cfg.output) as fh:
-            fh.write(text)
+    write_output(cfg.output, text)
     return 0
 
 

@@ -11,6 +11,7 @@ import contextlib
 import gzip
 import io
 import os
+import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -239,3 +240,13 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8",
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+def write_output(path: PathLike, text: str) -> None:
+    """Write a command's text result: to stdout for ``-``, else atomically to ``path``."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    with atomic_write(path) as fh:
+        fh.write(text)

@@ -72,7 +72,7 @@ class GRUDecoderAdapter(FairseqIncrementalDecoder):
         if encoder_out is None:
             raise ValueError("the RNN Encoder–Decoder needs encoder_out (the summary c)")
         if features_only:
-            raise NotImplementedError("features_only is not supported: the model's output layer is a maxout "
+            raise ValueError("features_only is not supported: the model's output layer is a maxout "
                                       "deep output, not a separate projection")
         c = encoder_out["summary"][0]
         tokens = self.ids.tokens(prev_output_tokens)

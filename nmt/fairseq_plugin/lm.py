@@ -49,7 +49,7 @@ class NmtLMDecoder(FairseqIncrementalDecoder):
     def forward(self, prev_output_tokens, incremental_state=None, src_lengths=None, features_only=False,
                 **kwargs):
         if features_only:
-            raise NotImplementedError("features_only is not supported by the nmt LM wrappers")
+            raise ValueError("features_only is not supported by the nmt LM wrappers")
         tokens = self.ids.tokens(prev_output_tokens)
         state, lengths = None, None
         if incremental_state is not None:

@@ -12,6 +12,7 @@ a model only has to make ``forward`` continue exactly from a returned state.
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, ClassVar
 
@@ -162,7 +163,7 @@ class OutputLayer(nn.Module):
 # --------------------------------------------------------------------------- the interface
 
 
-class LanguageModel(nn.Module):
+class LanguageModel(nn.Module, abc.ABC):
     """Base class of the LMs. Subclasses set ``config_class`` / ``arch`` and implement
     ``forward`` and ``init_state``."""
 
@@ -191,12 +192,14 @@ class LanguageModel(nn.Module):
         return cls(cfg, vocab_size)
 
     # ---- to implement
+    @abc.abstractmethod
     def forward(self, tokens: Tensor, state: State = None, *, lengths: Tensor | None = None
                 ) -> tuple[Tensor, State]:  # pragma: no cover - abstract
-        raise NotImplementedError
+        """Logits [B, T, V] and the state after the last (real) token."""
 
+    @abc.abstractmethod
     def init_state(self, batch_size: int) -> State:  # pragma: no cover - abstract
-        raise NotImplementedError
+        """The zero state for ``batch_size`` rows."""
 
     # ---- shared
     @property

@@ -51,3 +51,20 @@ def teacher_forced_log_probs(model, src_vocab, tgt_vocab, srcs, tgts) -> list[fl
     batch = pair_batch([src_vocab.encode(list(s)) for s in srcs], [tgt_vocab.encode(list(t)) for t in tgts])
     with torch.no_grad():
         return model.eval().pair_log_probs(batch["src"], batch["tgt_in"], batch["tgt_out"]).tolist()
+
+
+def assert_same_checkpoint(a: Path, b: Path) -> None:
+    """Two checkpoints hold bit-identical training state: step, parameters, optimizer state, lr."""
+    import torch
+
+    from nmt.checkpoint import load_checkpoint
+
+    sa, sb = load_checkpoint(a), load_checkpoint(b)
+    assert sa["train_state"]["step"] == sb["train_state"]["step"]
+    for name, tensor in sa["model"].items():
+        assert torch.equal(tensor, sb["model"][name]), name
+    for (ka, va), (kb, vb) in zip(sa["optimizer"]["state"].items(), sb["optimizer"]["state"].items()):
+        assert ka == kb
+        for key in va:
+            assert torch.equal(va[key], vb[key]), (ka, key)
+    assert sa["optimizer"]["param_groups"][0]["lr"] == sb["optimizer"]["param_groups"][0]["lr"]

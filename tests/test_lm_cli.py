@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_same_checkpoint
 import torch
 
 from nmt.checkpoint import load_checkpoint
@@ -175,18 +176,6 @@ def test_stream_regime_end_to_end(corpus, tmp_path: Path, capsys) -> None:
 # ----------------------------------------------------------------------------- exact resume
 
 
-def _assert_same_state(a: Path, b: Path) -> None:
-    sa, sb = load_checkpoint(a), load_checkpoint(b)
-    assert sa["train_state"]["step"] == sb["train_state"]["step"]
-    for name, tensor in sa["model"].items():
-        assert torch.equal(tensor, sb["model"][name]), name
-    for (ka, va), (kb, vb) in zip(sa["optimizer"]["state"].items(), sb["optimizer"]["state"].items()):
-        assert ka == kb
-        for key in va:
-            assert torch.equal(va[key], vb[key]), (ka, key)
-    assert sa["optimizer"]["param_groups"][0]["lr"] == sb["optimizer"]["param_groups"][0]["lr"]
-
-
 @pytest.mark.parametrize("regime", ["sentence", "stream"])
 def test_resume_continues_exactly(regime: str, corpus, tmp_path: Path) -> None:
     extra = ["--regime", regime, "--dropout-emb", "0.2", "--optimizer", "sgd", "--lr", "0.5",
@@ -203,7 +192,7 @@ def test_resume_continues_exactly(regime: str, corpus, tmp_path: Path) -> None:
     if regime == "stream":
         assert state["lm_stream"]["state"] is not None
     train_main(_train_args(corpus, split, "lstm", *extra, "--max-updates", "45", "--resume"))
-    _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+    assert_same_checkpoint(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
     lrs = [h["lr"] for h in load_checkpoint(full / "checkpoint_last.pt")["train_state"]["history"] if "lr" in h]
     assert lrs[:3] == [0.5, 0.25, 0.125]     # halved every epoch after the first
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 import yaml
+from conftest import assert_same_checkpoint
 
 from nmt.checkpoint import load_checkpoint
 from nmt.cli.train import cli_main as train_main
@@ -20,17 +21,6 @@ def _args(data: Path, out: Path, *extra: str) -> list[str]:
     return ["--data-dir", str(data), "--out-dir", str(out), "--preset", "tiny", "--dropout", "0.1",
             "--optimizer", "adam", "--lr", "0.01", "--batch-size", "16", "--progress", "false",
             "--threads", "1", *extra]  # one thread: bit-exact comparisons even on a loaded machine
-
-
-def _assert_same_state(a: Path, b: Path) -> None:
-    sa, sb = load_checkpoint(a), load_checkpoint(b)
-    assert sa["train_state"]["step"] == sb["train_state"]["step"]
-    for name, tensor in sa["model"].items():
-        assert torch.equal(tensor, sb["model"][name]), name
-    for (ka, va), (kb, vb) in zip(sa["optimizer"]["state"].items(), sb["optimizer"]["state"].items()):
-        assert ka == kb
-        for key in va:
-            assert torch.equal(va[key], vb[key]), (ka, key)
 
 
 def test_training_lowers_dev_loss(toy_data: Path, tmp_path: Path) -> None:
@@ -50,10 +40,10 @@ def test_resume_continues_exactly(toy_data: Path, tmp_path: Path) -> None:
     train_main(_args(toy_data, split, "--max-updates", "9", "--save-every", "5"))  # stops mid-epoch
     assert load_checkpoint(split / "checkpoint_last.pt")["train_state"]["step"] == 9
     train_main(_args(toy_data, split, "--max-updates", "23", "--save-every", "5", "--resume"))
-    _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+    assert_same_checkpoint(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
     # resuming a run that already reached its limit trains nothing more
     train_main(_args(toy_data, split, "--max-updates", "23", "--save-every", "5", "--resume"))
-    _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+    assert_same_checkpoint(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
     # each run logs to its own folder only
     assert "resumed" not in (full / "train.log").read_text()
 
@@ -83,7 +73,7 @@ def test_kill9_then_resume(toy_data: Path, tmp_path: Path) -> None:
             json.loads(path.read_text())
     assert not [p for p in killed.iterdir() if p.name.startswith(".")], "temp files left behind"
     train_main(_args(toy_data, killed, *common, "--resume"))
-    _assert_same_state(full / "checkpoint_last.pt", last)
+    assert_same_checkpoint(full / "checkpoint_last.pt", last)
 
 
 def test_trains_on_unique_phrase_table_pairs(tmp_path: Path) -> None:
@@ -126,7 +116,7 @@ def test_weight_averaging_on_stall_resumes_exactly(toy_data: Path, tmp_path: Pat
     mid = load_checkpoint(split / "checkpoint_last.pt")
     assert mid["train_state"]["step"] == 13 and mid["average"]["count"] >= 1, "the run must stall before update 13"
     train_main(_args(toy_data, split, *common, "--max-updates", "24", "--resume"))
-    _assert_same_state(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
+    assert_same_checkpoint(full / "checkpoint_last.pt", split / "checkpoint_last.pt")
     last, other = load_checkpoint(full / "checkpoint_last.pt"), load_checkpoint(split / "checkpoint_last.pt")
     assert last["average"]["count"] == other["average"]["count"] > mid["average"]["count"]
     for name, tensor in last["average"]["params"].items():

@@ -96,6 +96,10 @@ class LMDataConfig:
     max_len: int | None = field(None, help="sentence regime: drop training lines longer than this many words "
                                            "(never applied to validation or evaluation)")
     bptt: int = field(35, help="stream regime: window length L in tokens (truncated BPTT)")
+    carry_state: bool = field(True, help="stream regime: carry the state from each window into the next "
+                                         "(Zaremba / Mogrifier); false = every window of --bptt tokens starts "
+                                         "from a zero state, as fairseq's language_modeling blocks "
+                                         "(--sample-break-mode none) do, in training and validation")
     eval_streams: int = field(1, help="stream regime: rows the validation stream is cut into (1 = exact, "
                                       "the same figure nmt-lm-eval gives)")
     eval_batch_size: int = field(64, help="sentence regime: sentences per validation batch")
@@ -370,7 +374,7 @@ class LMTask:
             rows = inputs.size(0)
         else:
             kind = batch["kind"]
-            state = self._carried[kind] if batch["window"] > 0 else None
+            state = self._carried[kind] if batch["window"] > 0 and self.cfg.carry_state else None
             if state is not None:
                 state = distributed.to_device(state, batch["inputs"].device)
             logits, new_state = model(batch["inputs"], state)
@@ -462,16 +466,18 @@ def sentence_token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[i
 
 
 @torch.no_grad()
-def stream_token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[int]], *, window: int = 256
-                          ) -> list[np.ndarray]:
+def stream_token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[int]], *, window: int = 256,
+                          carry: bool = True) -> list[np.ndarray]:
     """ln p of each word and ``</s>`` per line, reading the lines as one stream (``</s>`` first),
     with the state carried across lines; one row, so nothing is cut. The result does not depend on
-    ``window`` (the models continue exactly from a carried state). Call ``model.eval()`` first."""
+    ``window`` (the models continue exactly from a carried state). ``carry=False``: every block of
+    ``window`` tokens starts from a zero state (fairseq-eval-lm's ``--tokens-per-sample`` blocks; the
+    block's first input is still the token before it). Call ``model.eval()`` first."""
     inputs, targets = stream_matrix(sentences, 1)
     pieces = []
     state = None
     for lo in range(0, inputs.size(1), window):
-        logits, state = model(inputs[:, lo:lo + window], state)
+        logits, state = model(inputs[:, lo:lo + window], state if carry else None)
         tgt = targets[:, lo:lo + window]
         pieces.append(torch.log_softmax(logits.float(), -1).gather(2, tgt.unsqueeze(-1)).squeeze(-1)[0])
     flat = torch.cat(pieces).double().cpu().numpy()
@@ -483,10 +489,16 @@ def stream_token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[int
 
 
 def token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[int]], regime: str, *, start: int = BOS,
-                   window: int = 256, max_tokens: int = 2000) -> list[np.ndarray]:
+                   window: int = 256, max_tokens: int = 2000, block: int = 0) -> list[np.ndarray]:
+    """Per-line ln p (words and ``</s>``) in ``regime``; ``block`` > 0 (stream regime only): a zero
+    state every ``block`` tokens instead of the carried state."""
     if regime == "sentence":
+        if block:
+            raise ValueError("block applies to the stream regime only")
         return sentence_token_logprobs(model, sentences, start=start, max_tokens=max_tokens)
     if regime == "stream":
+        if block:
+            return stream_token_logprobs(model, sentences, window=block, carry=False)
         return stream_token_logprobs(model, sentences, window=window)
     raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
 

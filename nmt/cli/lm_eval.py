@@ -38,6 +38,9 @@ class LMEvalConfig:
     regime: str | None = C.field(None, help="'sentence' (every line from a fresh state) or 'stream' (one stream, "
                                             "state carried); default: the regime the model was trained in")
     window: int = C.field(256, help="stream regime: tokens per forward call (does not change the result)")
+    block: int = C.field(0, help="stream regime: start from a zero state every N tokens (fairseq-eval-lm's "
+                                 "--tokens-per-sample blocks; a model trained with --carry-state false); "
+                                 "0 = the state is carried across the whole text")
     max_tokens: int = C.field(2000, help="sentence regime: padded tokens per batch")
     name: str = C.field("", help="label of the result line (default: model and text names)")
     json: str | None = C.field(None, help="also write the result as JSON here")
@@ -60,17 +63,21 @@ def cli_main(argv: list[str] | None = None) -> int:
         regime = cfg.regime or loaded.regime
         if regime not in REGIMES:
             raise ValueError(f"--regime must be one of {REGIMES}, got {regime!r}")
+        if cfg.block < 0 or (cfg.block and regime != "stream"):
+            raise ValueError("--block takes a positive token count and needs --regime stream")
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(f"nmt-lm-eval: {err}") from None
     words = read_sentences(text, cfg.max_sentences)
     t0 = time.perf_counter()
     logprobs = token_logprobs(loaded.model, encode_all(loaded.vocab, words), regime, start=loaded.start,
-                              window=cfg.window, max_tokens=cfg.max_tokens)
+                              window=cfg.window, max_tokens=cfg.max_tokens, block=cfg.block)
     seconds = time.perf_counter() - t0
     res = perplexity(logprobs, words, loaded.vocab)
     empty = sum(1 for w in words if not w)
     name = cfg.name or f"{loaded.config['arch']} {Path(cfg.model).name} on {Path(text).name}"
-    how = ("each line from a fresh state" if regime == "sentence" else "one stream, state carried across lines")
+    how = ("each line from a fresh state" if regime == "sentence" else
+           f"one stream, a zero state every {cfg.block} tokens" if cfg.block else
+           "one stream, state carried across lines")
     limit = f", first {cfg.max_sentences} lines only" if cfg.max_sentences else ""
     print(format_result(res, name, unk=UNK_NOTE))
     print(f"  regime {regime} ({how}{limit}); {empty} empty line(s), each scored as just </s>; "
@@ -78,7 +85,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     if cfg.json:
         record = {"name": name, "model": str(loaded.path), "arch": loaded.config["arch"],
                   "num_parameters": loaded.model.num_parameters(), "text": str(text), "split": cfg.split,
-                  "regime": regime, "max_sentences": cfg.max_sentences, "empty_lines": empty, "unk": UNK_NOTE,
+                  "regime": regime, "block": cfg.block, "max_sentences": cfg.max_sentences, "empty_lines": empty, "unk": UNK_NOTE,
                   "seconds": round(seconds, 3), **res.to_dict()}
         Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(cfg.json) as fh:

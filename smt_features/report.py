@@ -230,23 +230,12 @@ def curves_section(exp_dir: Path, out_dir: Path) -> Section:
 def rmn_attention(model_path: str | Path, words: Sequence[str]) -> tuple[Any, list[str]]:
     """Attention of an RMN LM (``nmt-lm-train --arch rm/rmr``) over one sentence read from a fresh
     state: array [T, n] (row t: input position t, the start symbol first; column k: the word k
-    positions back, k = 0 the current one) and the row labels."""
-    import numpy as np
-    import torch
-
+    positions back, k = 0 the current one) and the row labels (:mod:`nmt.analysis.rmn_attention`)."""
+    from nmt.analysis.rmn_attention import sentence_attention
     from nmt.lm_data import load_language_model
 
-    loaded = load_language_model(model_path)
-    ids = [loaded.start] + loaded.vocab.encode(list(words))
-    with torch.no_grad():
-        try:
-            res = loaded.model(torch.tensor([ids], dtype=torch.long), None, return_attention=True)
-        except TypeError:
-            res = ()
-    if len(res) != 3:
-        raise ValueError(f"{model_path}: {loaded.config.get('arch')} model returns no attention (not an RMN)")
-    labels = ["</s>" if loaded.regime == "stream" else "<s>"] + list(words)
-    return np.asarray(res[2][0].double().cpu().numpy()), labels
+    item = sentence_attention(load_language_model(model_path), [list(words)])[0]
+    return item.weights, item.inputs
 
 
 def export_rmn_attention(model_path: str | Path, sentences: Sequence[str], folder: Path) -> list[Path]:

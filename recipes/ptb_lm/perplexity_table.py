@@ -60,7 +60,7 @@ def _fmt_ppl(res: dict | None) -> str:
     return f"{res['ppl']:.2f}" if res else "—"
 
 
-def rows_for(work: Path, name: str) -> list[list[str]]:
+def rows_for(work: Path, name: str, paper: bool = True) -> list[list[str]]:
     folder = work / name
     summary = _load(folder / "summary.json") or {}
     rows = []
@@ -86,27 +86,30 @@ def rows_for(work: Path, name: str) -> list[list[str]]:
             rate = f"{tps:,.0f}" + (f" ({threads} thr)" if threads else "") if tps else "—"
             oov = "/".join(_fmt_int(r["num_oov"]) if r else "—" for r in (valid, test))
         n = " / ".join(_fmt_int(r["num_tokens"]) if r else "—" for r in (valid, test))
-        paper = PAPER.get(name, "—") if not suffix else "—"
-        rows.append([name, regime, params, epochs, _fmt_ppl(valid), _fmt_ppl(test), n, oov, rate, paper])
+        row = [name, regime, params, epochs, _fmt_ppl(valid), _fmt_ppl(test), n, oov, rate]
+        if paper:
+            row.append(PAPER.get(name, "—") if not suffix else "—")
+        rows.append(row)
     return rows
 
 
-def table(work: Path, models: list[str] | None = None) -> str:
+def table(work: Path, models: list[str] | None = None, paper: bool = True) -> str:
     if not models:
         found = sorted(p.name for p in work.iterdir()
                        if p.is_dir() and ((p / "valid.json").is_file() or (p / "test.json").is_file()))
         models = (["kenlm"] if "kenlm" in found else []) + [m for m in found if m != "kenlm"]
     header = ["model", "regime", "params", "epochs", "valid ppl", "test ppl", "N valid / test",
-              "OOV valid/test", "train tokens/s", "paper (test ppl)"]
+              "OOV valid/test", "train tokens/s"] + (["paper (test ppl)"] if paper else [])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     missing = []
     for name in models:
-        rows = rows_for(work, name)
+        rows = rows_for(work, name, paper)
         if not rows:
             missing.append(name)
         for row in rows:
             lines.append("| " + " | ".join(row) + " |")
-    out = "\n".join(lines) + "\n\n" + "\n".join(f"- {f}" for f in FOOTNOTES) + "\n"
+    notes = FOOTNOTES if paper else FOOTNOTES[-1:]
+    out = "\n".join(lines) + "\n\n" + "\n".join(f"- {f}" for f in notes) + "\n"
     if missing:
         out += f"- no results found for: {', '.join(missing)}\n"
     return out
@@ -116,11 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("work", help="the work folder of run.sh")
     parser.add_argument("--models", nargs="*", help="folders in this order (default: kenlm, then all others)")
+    parser.add_argument("--no-paper", action="store_true", help="no published-figures column (not PTB)")
     args = parser.parse_args(argv)
     work = Path(args.work)
     if not work.is_dir():
         parser.error(f"{work} is not a folder")
-    sys.stdout.write(table(work, args.models))
+    sys.stdout.write(table(work, args.models, paper=not args.no_paper))
     return 0
 
 

@@ -2,7 +2,11 @@
 # Penn Treebank language models: KenLM 5-gram + the neural LMs (LSTM 1-3 x 128, RM/RMR, Mogrifier),
 # valid and test perplexity of each (N = words + one </s> per line), one markdown table.
 #   recipes/ptb_lm/run.sh [--quick] [--epochs N] [--work DIR] [--models "lstm-1x128 rm+tM-g ..."]
-#                         [--threads N] [--no-kenlm]
+#                         [--threads N] [--no-kenlm] [--corpus ptb|multi30k-fr]
+# --corpus multi30k-fr: the same models on the target side of the translation experiments, the
+# Moses-tokenized, cased French of Multi30k exactly as recipes/multi30k_enfr prepares it (train /
+# val / test_2016_flickr as train / valid / test), given PTB's closed vocabulary: words seen once
+# in train become <unk> everywhere (closed_vocab.py), so every model sees the same words, no OOV.
 # --quick: 1 epoch on the first 5,000 training sentences (KenLM on the same 5,000), full valid/test.
 # KenLM reads PTB's literal <unk> as the ordinary word _unk_ (lmplz refuses <unk>); the neural LMs
 # have <unk> as an ordinary vocabulary word. A model stream-trained (Mogrifier) is evaluated both as
@@ -17,6 +21,7 @@ work=""
 models="lstm-1x128 lstm-2x128 lstm-3x128 rm+tM-g rm-tM-l rmr-tM-g mogrifier"
 threads=${THREADS:-2}
 kenlm=1
+corpus=ptb
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -25,6 +30,7 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift ;;
     --threads) threads=$2; shift ;;
     --no-kenlm) kenlm=0 ;;
+    --corpus) corpus=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -33,11 +39,27 @@ export MT_DATA=${MT_DATA:-$root/../shared/data}
 py=${PYTHON:-$root/.venv/bin/python}
 cfg=$here/config.yaml
 suffix=$([ $quick = 1 ] && echo -quick || true)
-work=${work:-$root/work/ptb_lm${suffix/-/_}}
-ptb=$MT_DATA/ptb
-for f in train valid test; do
-  [ -f "$ptb/ptb.$f.txt" ] || { echo "missing $ptb/ptb.$f.txt (set MT_DATA)" >&2; exit 1; }
-done
+data_flags=()
+case "$corpus" in
+  ptb)
+    work=${work:-$root/work/ptb_lm${suffix/-/_}}
+    ptb=$MT_DATA/ptb
+    for f in train valid test; do
+      [ -f "$ptb/ptb.$f.txt" ] || { echo "missing $ptb/ptb.$f.txt (set MT_DATA)" >&2; exit 1; }
+    done
+    train_file=$ptb/ptb.train.txt; valid_file=$ptb/ptb.valid.txt; test_file=$ptb/ptb.test.txt
+    table_flags=() ;;
+  multi30k-fr)
+    work=${work:-$root/work/multi30k_fr_lm${suffix/-/_}}
+    echo "== prepare Multi30k (recipes/multi30k_enfr/config.yaml:prepare) into $work/data"
+    "$py" -m nmt.cli.prepare --config "$root/recipes/multi30k_enfr/config.yaml:prepare" --out-dir "$work/data"
+    "$py" "$here/closed_vocab.py" --min-count 2 "$work/data/train.tok.fr" "$work/data/val.tok.fr" \
+      "$work/data/test_2016_flickr.tok.fr" --out-dir "$work/text"
+    train_file=$work/text/train.txt; valid_file=$work/text/valid.txt; test_file=$work/text/test.txt
+    data_flags=(--train "$train_file" --valid "$valid_file" --test "$test_file")
+    table_flags=(--no-paper) ;;
+  *) echo "unknown --corpus $corpus (ptb or multi30k-fr)" >&2; exit 2 ;;
+esac
 mkdir -p "$work"
 start=$(date +%s)
 epoch_flag=()
@@ -46,17 +68,18 @@ epoch_flag=()
 if [ $kenlm = 1 ]; then
   echo "== KenLM 5-gram (kenlm$suffix)"
   mkdir -p "$work/kenlm"
-  train_text=$ptb/ptb.train.txt
+  train_text=$train_file
   if [ $quick = 1 ]; then
     n=$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['_paper-quick']['max_train_sentences'])" "$cfg")
-    head -n "$n" "$ptb/ptb.train.txt" > "$work/kenlm/train.txt"
+    head -n "$n" "$train_file" > "$work/kenlm/train.txt"
     train_text=$work/kenlm/train.txt
   fi
   [ -f "$work/kenlm/ptb5.binary" ] || \
     "$py" -m smt_features.kenlm_lm --config "$cfg:kenlm$suffix" train --text "$train_text" \
       --out-prefix "$work/kenlm/ptb5"
   for split in valid test; do
-    "$py" -m smt_features.kenlm_lm eval --model "$work/kenlm/ptb5.binary" --text "$ptb/ptb.$split.txt" \
+    split_file=$([ $split = valid ] && echo "$valid_file" || echo "$test_file")
+    "$py" -m smt_features.kenlm_lm eval --model "$work/kenlm/ptb5.binary" --text "$split_file" \
       --name "kenlm-5gram $split" --json-out "$work/kenlm/$split.json"
   done
 fi
@@ -64,7 +87,7 @@ fi
 for m in $models; do
   echo "== $m$suffix"
   "$py" -m nmt.cli.lm_train --config "$cfg:$m$suffix" --out-dir "$work/$m" --resume --threads "$threads" \
-    ${epoch_flag[@]+"${epoch_flag[@]}"}
+    ${epoch_flag[@]+"${epoch_flag[@]}"} ${data_flags[@]+"${data_flags[@]}"}
   regime=$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['data']['regime'])" \
            "$work/$m/config.yaml")
   for split in valid test; do
@@ -80,6 +103,6 @@ done
 echo "== table"
 kenlm_flag=()
 [ $kenlm = 1 ] && kenlm_flag=(kenlm)
-"$py" "$here/perplexity_table.py" "$work" --models ${kenlm_flag[@]+"${kenlm_flag[@]}"} $models | tee "$work/table.md"
+"$py" "$here/perplexity_table.py" "$work" ${table_flags[@]+"${table_flags[@]}"} --models ${kenlm_flag[@]+"${kenlm_flag[@]}"} $models | tee "$work/table.md"
 end=$(date +%s)
 echo "total $((end - start)) s; outputs in $work"

@@ -58,12 +58,14 @@ if not train or not valid:
 field = lambda line, key: float(re.search(rf"\| {key} ([0-9.]+)", line).group(1))
 fs_wps, fs_loss_bits = field(train[-1], "wps"), field(valid[-1], "loss")
 ours_rate = ours["this_run"]["train_tokens_per_s"]
+params = re.search(r"num\. (?:shared )?model params: ([0-9,]+)", log)
+fs_params = params.group(1) if params else "?"
 print()
 print("| trainer | parameters | updates | valid ppl (N) | train tokens/s | wall s (train + eval) |")
 print("|---|---|---|---|---|---|")
 print(f"| nmt-lm-train | {ours['num_parameters']:,} | {ours['updates']:,} | {ours_eval['ppl']:.2f} "
       f"({ours_eval['num_tokens']:,}) | {ours_rate:,.0f} | {nmt_wall} |")
-print(f"| fairseq-train + plugin | see {work / 'fairseq.log'} | {int(field(train[-1], 'num_updates')):,} | "
+print(f"| fairseq-train + plugin | {fs_params} (dictionary padded to x8) | {int(field(train[-1], 'num_updates')):,} | "
       f"{2 ** fs_loss_bits:.2f} (same text, fairseq's own count) | {fs_wps:,.0f} | {fs_wall} |")
 print(f"\nspeed ratio nmt-lm-train / fairseq-train: {ours_rate / fs_wps:.2f}x "
       f"(dev ppl of nmt-lm-train's own validation: {ours['best_dev_ppl']:.2f})")

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Mogrifier rounds sweep on PTB at small scale (Melis et al. 2020, Fig./Table of r): r = 0 (exactly
+# the LSTM), 2, 4, 6 at d = 128 in the Mogrifier regime (stream, 20 x 35, Adam beta1 = 0, lr 0.002,
+# clip 10), plus the LSTM widened to the r = 5 Mogrifier's parameter count (hidden 135), all for
+# --epochs (default 2) epochs; one table of valid/test perplexity (stream and sentence-level).
+#   recipes/ptb_lm/mogrifier_sweep.sh [--epochs N] [--threads N] [--work DIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+epochs=2
+threads=${THREADS:-2}
+work=$root/work/ptb_mogrifier_sweep
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --epochs) epochs=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --work) work=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+exec "$here/run.sh" --no-kenlm --epochs "$epochs" --threads "$threads" --work "$work" \
+  --models "mogrifier-r0 mogrifier-r2 mogrifier-r4 mogrifier-r6 lstm-1x135-stream"

@@ -349,3 +349,27 @@ def test_bf16_autocast_on_cpu_is_close(setup, tmp_path: Path) -> None:
     for x, y in zip(_lines(a)[:-1], _lines(b)[:-1]):
         (lx, (px,)), (ly, (py,)) = _strip_appended(x, 1), _strip_appended(y, 1)
         assert lx == ly and math.log(px) == pytest.approx(math.log(py), abs=0.05)
+
+
+# -- the shard launcher (smt-rescore-sharded) --------------------------------------------------------------
+def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None:
+    from smt_features.rescore_launch import cli_main as launch_main, part_path
+
+    single = tmp_path / "single.gz"
+    _run(setup["table"], setup["fwd"], single, window=10, chunk_lines=20, wp_column=True)
+    args = ["--table", str(setup["table"]), "--model", str(setup["fwd"]), "--window", "10", "--chunk-lines", "20",
+            "--wp-column", "--threads", "1", "--progress", "false", "--floor", repr(FLOOR)]
+    merged = tmp_path / "merged.gz"
+    assert launch_main(["--shards", "3", "--output", str(merged), "--dry-run", "--", *args]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 4 and "--shard 2/3" in printed[2] and printed[3].startswith("cat ")
+    assert launch_main(["--shards", "3", "--output", str(merged), "--", *args]) == 0
+    assert merged.read_bytes() == single.read_bytes()
+    assert not part_path(merged, 0, 3).exists()                  # parts removed after the merge
+    # a failing shard: clear error naming it, finished shards kept for the re-run
+    bad = tmp_path / "bad.gz"
+    rc = launch_main(["--shards", "2", "--output", str(bad), "--keep-parts", "--",
+                      "--table", str(tmp_path / "missing.gz"), *args[2:]])
+    assert rc == 1 and "shard 0/2 exited" in capsys.readouterr().err and not bad.exists()
+    with pytest.raises(SystemExit):
+        launch_main(["--shards", "2", "--output", str(bad), "--", *args, "--shard", "0/2"])

@@ -1,0 +1,160 @@
+"""``smt-rescore-sharded``: run ``smt-rescore`` as N line-range shards and merge them in order.
+
+Example (4 local processes, 1 thread each)::
+
+    smt-rescore-sharded --shards 4 --output pt.rnn.gz -- \\
+        --table pt.gz --model work/model --threads 1 --resume
+
+Example (4 hosts sharing the file system; ``{i}`` is the shard number)::
+
+    smt-rescore-sharded --shards 4 --output pt.rnn.gz --launcher "ssh node{i} cd $PWD &&" -- ...
+
+Shard i runs ``smt-rescore ARGS --shard i/N --output OUTPUT.shard-i-of-N[.gz]`` (its log in
+``….log``) and, on success, leaves ``….done``. When all N are done, the parts are concatenated
+in shard order into OUTPUT (atomically; gzip members concatenate into one valid gzip file), which
+is byte-identical to a single ``smt-rescore`` run with the same settings, and the parts are
+removed (``--keep-parts`` keeps them). Re-running the same command skips shards already done;
+with ``--resume`` in ARGS an interrupted shard continues where it stopped. ``--dry-run`` prints
+the shard commands (e.g. for a batch scheduler) and the merge step instead of running them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FORBIDDEN = ("--output", "--shard")
+
+
+def part_path(output: str | Path, i: int, n: int) -> Path:
+    out = Path(output)
+    if out.name.endswith(".gz"):
+        return out.with_name(f"{out.name[:-3]}.shard-{i}-of-{n}.gz")
+    return out.with_name(f"{out.name}.shard-{i}-of-{n}")
+
+
+def shard_command(args: list[str], output: str | Path, i: int, n: int, launcher: str = "") -> list[str]:
+    """The command line of shard ``i`` of ``n``: ``launcher`` (``{i}`` filled in, split like a shell
+    would) + ``python -m smt_features.cli_rescore ARGS --shard i/n --output PART``."""
+    prefix = shlex.split(launcher.replace("{i}", str(i))) if launcher else []
+    return [*prefix, sys.executable, "-m", "smt_features.cli_rescore", *args, "--shard", f"{i}/{n}",
+            "--output", str(part_path(output, i, n))]
+
+
+def merge_parts(output: str | Path, n: int) -> int:
+    """Concatenate the N parts in order into ``output`` (atomically); returns the bytes written."""
+    parts = [part_path(output, i, n) for i in range(n)]
+    missing = [str(p) for p in parts if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"missing shard output(s): {', '.join(missing)}")
+    target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    total = 0
+    try:
+        with os.fdopen(fd, "wb") as dst:   # raw bytes: the parts are already gzip members
+            for p in parts:
+                with open(p, "rb") as src:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                total += p.stat().st_size
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return total
+
+
+def _done_marker(output: str | Path, i: int, n: int) -> Path:
+    return Path(f"{part_path(output, i, n)}.done")
+
+
+def run_shards(args: list[str], output: str, n: int, *, launcher: str = "", keep_parts: bool = False,
+               poll: float = 0.5) -> None:
+    """Run the missing shards concurrently, wait for all, merge; ``RuntimeError`` names a failed shard
+    and its log (the other shards' outputs are kept for a re-run)."""
+    procs: dict[int, tuple[subprocess.Popen, Path, object]] = {}
+    for i in range(n):
+        if _done_marker(output, i, n).is_file() and part_path(output, i, n).is_file():
+            print(f"shard {i}/{n}: already done ({part_path(output, i, n)})", file=sys.stderr)
+            continue
+        log_path = Path(f"{part_path(output, i, n)}.log")
+        log = open(log_path, "w", encoding="utf-8")
+        cmd = shard_command(args, output, i, n, launcher)
+        print(f"shard {i}/{n}: {shlex.join(cmd)}  (log {log_path})", file=sys.stderr)
+        procs[i] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log_path, log)
+    failed = []
+    start = time.perf_counter()
+    while procs:
+        for i in list(procs):
+            proc, log_path, log = procs[i]
+            rc = proc.poll()
+            if rc is None:
+                continue
+            log.close()  # type: ignore[attr-defined]
+            del procs[i]
+            if rc == 0 and part_path(output, i, n).is_file():
+                _done_marker(output, i, n).write_text("ok\n", encoding="utf-8")
+                print(f"shard {i}/{n}: done after {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            else:
+                tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+                failed.append(f"shard {i}/{n} exited with status {rc} (log {log_path}: {' | '.join(tail)})")
+        time.sleep(poll)
+    if failed:
+        raise RuntimeError("; ".join(failed) + " — the finished shards are kept; run the same command again")
+    size = merge_parts(output, n)
+    print(f"merged {n} shards in order into {output} ({size:,} bytes)", file=sys.stderr)
+    if not keep_parts:
+        for i in range(n):
+            for p in (part_path(output, i, n), _done_marker(output, i, n), Path(f"{part_path(output, i, n)}.log"),
+                      Path(f"{part_path(output, i, n)}.rescore.json")):
+                p.unlink(missing_ok=True)
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" in argv:
+        cut = argv.index("--")
+        own, rest = argv[:cut], argv[cut + 1:]
+    else:
+        own, rest = argv, []
+    parser = argparse.ArgumentParser(prog="smt-rescore-sharded", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shards", type=int, required=True, help="number of line-range shards N")
+    parser.add_argument("--output", required=True, help="the merged table (gzip if it ends in .gz)")
+    parser.add_argument("--launcher", default="", help="command prefix per shard, {i} = shard number "
+                                                       "(e.g. 'ssh node{i}'); default: local processes")
+    parser.add_argument("--keep-parts", action="store_true", help="keep the shard outputs and logs after merging")
+    parser.add_argument("--dry-run", action="store_true", help="print the shard commands and exit")
+    opts = parser.parse_args(own)
+    if opts.shards < 1:
+        parser.error("--shards must be >= 1")
+    bad = [a for a in rest if a.split("=", 1)[0] in FORBIDDEN]
+    if bad:
+        parser.error(f"{' '.join(bad)}: the launcher sets --output and --shard of each shard itself")
+    if not rest:
+        parser.error("give the smt-rescore options after '--' (at least --table and --model)")
+    if opts.dry_run:
+        for i in range(opts.shards):
+            print(shlex.join(shard_command(rest, opts.output, i, opts.shards, opts.launcher)))
+        parts = " ".join(shlex.quote(str(part_path(opts.output, i, opts.shards))) for i in range(opts.shards))
+        print(f"cat {parts} > {shlex.quote(opts.output)}")
+        return 0
+    try:
+        run_shards(rest, opts.output, opts.shards, launcher=opts.launcher, keep_parts=opts.keep_parts)
+    except (RuntimeError, FileNotFoundError, OSError) as err:
+        print(f"smt-rescore-sharded: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

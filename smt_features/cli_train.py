@@ -27,6 +27,7 @@ from nmt.config import field
 
 from smt_features.align import (SYMMETRIZATIONS, EflomalOptions, eflomal_align, read_alignments,
                                 read_tokenized_parallel, symmetrize_corpus, write_alignments)
+from smt_features.moses_ini import default_config
 from smt_features.phrase_table import check_phrase_table
 from smt_features.phrases import DEFAULT_MAX_PHRASE_LENGTH, build_phrase_table
 
@@ -50,6 +51,9 @@ class TrainPhrasesConfig:
     eflomal_null_prior: float = field(0.2, help="eflomal prior probability of a NULL link (lower: fewer unaligned "
                                                 "words, a smaller phrase table)")
     check: bool = field(False, help="re-read the written table with the strict reader and print its statistics")
+    lm: str = field("", help="KenLM model (ARPA or binary) of the target language: also write OUT_DIR/moses.ini "
+                             "with train-model.perl's features and default weights (distance reordering)")
+    lm_order: int = field(5, help="order of --lm (the moses.ini KENLM line)")
 
 
 def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
@@ -60,6 +64,8 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
         raise ValueError(f"--symmetrization must be one of {SYMMETRIZATIONS}, not {cfg.symmetrization!r}")
     if cfg.max_phrase_length < 1:
         raise ValueError("--max-phrase-length must be >= 1")
+    if cfg.lm and not Path(cfg.lm).is_file():
+        raise FileNotFoundError(f"--lm {cfg.lm}: no such file")
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}
@@ -110,6 +116,11 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
         table_stats = check_phrase_table(out / "phrase-table.gz")
         stage("check table", t)
         print(f"[smt-train-phrases] {table_stats.summary()}")
+    if cfg.lm:
+        ini = out / "moses.ini"
+        default_config(str((out / "phrase-table.gz").resolve()), str(Path(cfg.lm).resolve()),
+                       lm_order=cfg.lm_order).write(ini)
+        print(f"[smt-train-phrases] wrote {ini} (train-model.perl's default weights)")
     return times
 
 

@@ -73,3 +73,16 @@ def test_misaligned_input_names_files(toy_data: Path, tmp_path: Path) -> None:
                            str(toy_data / "val.tok.en"), "--tgt", str(short)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode != 0 and "short.fr" in proc.stderr and "val.tok.en" in proc.stderr
+
+
+def test_evaluate_detokenizes_moses_output(tmp_path: Path, capsys) -> None:
+    from nmt.cli.evaluate import cli_main as evaluate_main
+
+    hyp, ref, out = tmp_path / "h.tok", tmp_path / "r.txt", tmp_path / "h.detok"
+    hyp.write_text("Deux hommes sont dehors .\nL&apos; homme court , vite .\n", encoding="utf-8")
+    ref.write_text("Deux hommes sont dehors.\nL'homme court, vite.\n", encoding="utf-8")
+    assert evaluate_main(["--hyp", str(hyp), "--ref", str(ref), "--detokenize", "fr", "--detok-out", str(out)]) == 0
+    assert "BLEU = 100.00" in capsys.readouterr().out
+    assert out.read_text(encoding="utf-8") == ref.read_text(encoding="utf-8")
+    assert evaluate_main(["--hyp", str(hyp), "--ref", str(ref)]) == 0
+    assert "BLEU = 100.00" not in capsys.readouterr().out      # tokenized output scores lower: detok matters

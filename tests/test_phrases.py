@@ -250,6 +250,25 @@ def test_cli_with_given_alignment(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "phrase extraction" in printed and "total" in printed
     assert len(list(iter_phrase_table(out / "phrase-table.gz"))) == 11
+    assert not (out / "moses.ini").exists()
+
+
+def test_cli_writes_moses_ini_with_lm(tmp_path):
+    from smt_features.moses_ini import read_moses_ini
+
+    (tmp_path / "train.src").write_text("\n".join(TOY_SRC) + "\n")
+    (tmp_path / "train.tgt").write_text("\n".join(TOY_TGT) + "\n")
+    write_alignments(tmp_path / "train.align", TOY_ALIGN)
+    lm = Path(__file__).parent / "data" / "decoder" / "toy.arpa"
+    out = tmp_path / "model"
+    assert cli_main(["--src", str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"), "--out-dir", str(out),
+                     "--alignment", str(tmp_path / "train.align"), "--lm", str(lm), "--lm-order", "2"]) == 0
+    ini = read_moses_ini(out / "moses.ini")
+    assert ini.weights["TranslationModel0"] == [0.2] * 4 and ini.weights["LM0"] == [0.5]
+    text = (out / "moses.ini").read_text()
+    assert f"path={(out / 'phrase-table.gz').resolve()}" in text and f"path={lm.resolve()} order=2" in text
+    assert cli_main(["--src", str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"), "--out-dir",
+                     str(tmp_path / "m2"), "--lm", str(tmp_path / "none.arpa")]) == 1
 
 
 def test_cli_end_to_end_with_eflomal(tmp_path):

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Phrase-based baseline on Multi30k En→Fr (the system Cho et al. 2014 add their phrase score to):
+# prepare (Moses tokenization, case kept, as the encoder–decoder sees it) → eflomal alignment both
+# ways + grow-diag-final-and → phrase extraction (max 7) and Moses scoring → KenLM 5-gram on the
+# French side → MERT on val (--mert-runs runs, seeds 1..N) → decode test_2016_flickr and
+# test_2017_flickr with each tuned system → detokenize → sacreBLEU BLEU / chrF, mean ± spread.
+#   recipes/multi30k_enfr/smt_baseline.sh [--quick] [--work DIR] [--mert-runs N] [--threads N]
+#                                         [--max-iterations N] [-- extra smt-decode flags for MERT and test]
+# --quick: CI scale (2,000 training pairs, MERT on 40 val sentences with 20-best lists and at most 2
+# iterations, 50 test sentences); the figures are then only a smoke test.
+# Data: $MT_DATA (default ../shared/data beside the repository). Reruns reuse finished steps.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+quick=0
+work=""
+runs=3
+threads=2
+max_iter=""
+decode_extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --work) work=$2; shift ;;
+    --mert-runs) runs=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --max-iterations) max_iter=$2; shift ;;
+    --) shift; decode_extra=("$@"); break ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+export MT_DATA=${MT_DATA:-$root/../shared/data}
+suffix=$([ $quick = 1 ] && echo _quick || true)
+work=${work:-$root/work/multi30k_smt$suffix}
+bin=${BIN:-$root/.venv/bin}
+cfg=$here/config.yaml
+mkdir -p "$work"
+start=$(date +%s)
+
+echo "== prepare ($work/data)"
+[ -f "$work/data/prepare.json" ] || "$bin/nmt-prepare" --config "$cfg:prepare" --out-dir "$work/data"
+d=$work/data
+t=$work/text
+mkdir -p "$t"
+if [ $quick = 1 ]; then
+  head -n 2000 "$d/train.tok.en" > "$t/train.en"; head -n 2000 "$d/train.tok.fr" > "$t/train.fr"
+  head -n 40 "$d/val.tok.en" > "$t/val.en"; head -n 40 "$d/val.tok.fr" > "$t/val.fr"
+  for s in test_2016_flickr test_2017_flickr; do
+    head -n 50 "$d/$s.tok.en" > "$t/$s.en"; head -n 50 "$d/$s.fr" > "$t/$s.ref.fr"
+  done
+  tune_flags=(--nbest 20 --max-iterations "${max_iter:-2}" --restarts 5)
+  lm_flags=(--discount-fallback)
+else
+  cp "$d/train.tok.en" "$t/train.en"; cp "$d/train.tok.fr" "$t/train.fr"
+  cp "$d/val.tok.en" "$t/val.en"; cp "$d/val.tok.fr" "$t/val.fr"
+  for s in test_2016_flickr test_2017_flickr; do
+    cp "$d/$s.tok.en" "$t/$s.en"; cp "$d/$s.fr" "$t/$s.ref.fr"
+  done
+  tune_flags=(--nbest 100 ${max_iter:+--max-iterations "$max_iter"})
+  lm_flags=()
+fi
+
+echo "== KenLM 5-gram on the French side"
+[ -f "$work/lm/fr5.binary" ] || "$bin/python" -m smt_features.kenlm_lm train --text "$t/train.fr" \
+  --out-prefix "$work/lm/fr5" --order 5 ${lm_flags[@]+"${lm_flags[@]}"}
+
+echo "== alignment, phrase extraction and scoring"
+t0=$(date +%s)
+[ -f "$work/model/moses.ini" ] || "$bin/smt-train-phrases" --src "$t/train.en" --tgt "$t/train.fr" \
+  --out-dir "$work/model" --lm "$work/lm/fr5.binary" --processes "$threads"
+t1=$(date +%s)
+echo "training the phrase-based system: $((t1 - t0)) s"
+
+dflags=""
+[ ${#decode_extra[@]} -gt 0 ] && dflags="${decode_extra[*]}"
+for r in $(seq 1 "$runs"); do
+  echo "== MERT run $r (seed $r)"
+  tune=$work/tune.$r
+  t2=$(date +%s)
+  [ -f "$tune/moses.tuned.ini" ] || "$bin/smt-tune" --config "$work/model/moses.ini" --dev-src "$t/val.en" \
+    --dev-ref "$t/val.fr" --work-dir "$tune" --seed "$r" --threads "$threads" --resume \
+    ${dflags:+--decoder-flags="$dflags"} "${tune_flags[@]}"
+  t3=$(date +%s)
+  echo "MERT run $r: $((t3 - t2)) s"
+  for s in test_2016_flickr test_2017_flickr; do
+    "$bin/smt-decode" --config "$tune/moses.tuned.ini" --input "$t/$s.en" --output "$tune/$s.tok.fr" \
+      --threads "$threads" --progress false ${decode_extra[@]+"${decode_extra[@]}"}
+    "$bin/nmt-evaluate" --hyp "$tune/$s.tok.fr" --detokenize fr --detok-out "$tune/$s.fr" --ref "$t/$s.ref.fr" \
+      --name "run $r $s" --json "$tune/$s.scores.json"
+  done
+done
+
+echo "== summary over $runs MERT run(s)"
+"$bin/python" - "$work" "$runs" <<'EOF' | tee "$work/scores.md"
+import json, statistics, sys
+from pathlib import Path
+work, runs = Path(sys.argv[1]), int(sys.argv[2])
+print("| test set | BLEU mean ± sd (min–max) | chrF2 mean ± sd | runs |")
+print("|---|---|---|---|")
+sig = None
+for split in ("test_2016_flickr", "test_2017_flickr"):
+    res = [json.loads((work / f"tune.{r}" / f"{split}.scores.json").read_text()) for r in range(1, runs + 1)]
+    bleu, chrf = [x["bleu"] for x in res], [x["chrf"] for x in res]
+    sd = (lambda v: statistics.stdev(v) if len(v) > 1 else 0.0)
+    print(f"| {split} | {statistics.mean(bleu):.2f} ± {sd(bleu):.2f} ({min(bleu):.2f}–{max(bleu):.2f}) | "
+          f"{statistics.mean(chrf):.2f} ± {sd(chrf):.2f} | {len(res)} |")
+    sig = (res[0]["bleu_signature"], res[0]["chrf_signature"])
+print(f"\nBLEU {sig[0]}; chrF {sig[1]}")
+EOF
+end=$(date +%s)
+echo "total $((end - start)) s; outputs in $work"

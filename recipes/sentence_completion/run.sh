@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# MSR Sentence Completion Challenge (Tran et al. 2016, §6): KenLM 5-gram, LSTM and RMR trained on a
+# subset of the Holmes corpus, each answering the 1,040 questions by the most probable sentence.
+#   recipes/sentence_completion/run.sh [--quick] [--novels N] [--epochs N] [--models "lstm-1x128 rmr-tM-g"]
+#                                      [--threads N] [--work DIR]
+# --quick: 2 novels, 1 epoch on 3,000 sentences (a smoke test; the accuracy is then near chance, 20 %).
+# Data: $MT_DATA/msr-sentence-completion (default ../shared/data beside the repository).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+quick=0
+novels=""
+epochs=""
+models="lstm-1x128 rmr-tM-g"
+threads=${THREADS:-2}
+work=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --novels) novels=$2; shift ;;
+    --epochs) epochs=$2; shift ;;
+    --models) models=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --work) work=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+export MT_DATA=${MT_DATA:-$root/../shared/data}
+msr=$MT_DATA/msr-sentence-completion
+for f in Holmes_Training_Data.tar.xz testing_data.csv test_answer.csv; do
+  [ -f "$msr/$f" ] || { echo "missing $msr/$f (set MT_DATA)" >&2; exit 1; }
+done
+py=${PYTHON:-$root/.venv/bin/python}
+cfg=$here/config.yaml
+suffix=$([ $quick = 1 ] && echo -quick || true)
+work=${work:-$root/work/sentence_completion${suffix/-/_}}
+section=prepare$suffix
+novels=${novels:-$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))[sys.argv[2]]['novels'])" "$cfg" "$section")}
+seed=$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))[sys.argv[2]]['seed'])" "$cfg" "$section")
+mkdir -p "$work"
+start=$(date +%s)
+
+echo "== Holmes subset: $novels novels (seed $seed)"
+[ -f "$work/text/novels.txt" ] && [ "$(wc -l < "$work/text/novels.txt")" = "$novels" ] || \
+  "$py" "$here/prepare_holmes.py" --archive "$msr/Holmes_Training_Data.tar.xz" --novels "$novels" --seed "$seed" \
+    --out-dir "$work/text"
+
+echo "== KenLM 5-gram"
+[ -f "$work/kenlm/holmes5.binary" ] || "$py" -m smt_features.kenlm_lm train --text "$work/text/train.txt" \
+  --out-prefix "$work/kenlm/holmes5" --order 5 $([ $quick = 1 ] && echo --discount-fallback)
+model_flags=(--model "kenlm-5gram=$work/kenlm/holmes5.binary")
+
+epoch_flag=()
+[ -n "$epochs" ] && epoch_flag=(--max-epochs "$epochs")
+for m in $models; do
+  echo "== $m$suffix"
+  "$py" -m nmt.cli.lm_train --config "$cfg:$m$suffix" --train "$work/text/train.txt" --valid "$work/text/valid.txt" \
+    --out-dir "$work/$m" --resume --threads "$threads" ${epoch_flag[@]+"${epoch_flag[@]}"}
+  model_flags+=(--model "$m=$work/$m")
+done
+
+echo "== answering the 1,040 questions"
+"$py" "$here/answer.py" --questions "$msr/testing_data.csv" --answers "$msr/test_answer.csv" --threads "$threads" \
+  "${model_flags[@]}" --json "$work/accuracy.json" --predictions "$work/predictions" | tee "$work/accuracy.txt"
+echo "training subset: $novels novels ($(wc -l < "$work/text/train.txt") sentences, listed in $work/text/novels.txt);" \
+  "RMN paper (whole corpus, RMR): 69.2 %"
+end=$(date +%s)
+echo "total $((end - start)) s; outputs in $work"

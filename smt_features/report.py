@@ -15,6 +15,8 @@ section out with a note):
   loss (nats/token) against the update number; one figure per model folder.
 * ``DIR/attention/*.npy`` — optional 2-D arrays (positions × memory slots) of RMN attention weights,
   drawn as heat maps; ``NAME.txt`` beside ``NAME.npy`` may give the words of the rows (one line).
+* ``DIR/figures/*.png`` — figures made by other tools (e.g. ``nmt-lm-attention``'s Fig. 3/4 PNGs),
+  copied beside the report; ``NAME.txt`` beside ``NAME.png`` may hold its caption.
 * phrase map — a translation model (``--phrase-model`` or ``DIR/phrase_model.txt`` holding its
   path) and a list of source phrases (``--phrases`` or ``DIR/phrases.txt``, one tokenized phrase
   per line): the encoder summary ``c`` of each phrase projected to 2-D by PCA (numpy SVD), as in
@@ -293,6 +295,25 @@ def attention_section(exp_dir: Path, out_dir: Path, extra: Sequence[Path] = ()) 
     return sec
 
 
+def figures_section(exp_dir: Path, out_dir: Path) -> Section:
+    """``DIR/figures/*.png`` copied beside the report, in name order."""
+    import shutil
+
+    sec = Section("Other figures")
+    folder = exp_dir / "figures"
+    files = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    if not files:
+        sec.notes.append(f"No {folder}/*.png: section omitted.")
+        return sec
+    for f in files:
+        name = f"fig_{_slug(f.stem)}.png"
+        shutil.copyfile(f, out_dir / name)
+        caption_file = f.with_suffix(".txt")
+        caption = caption_file.read_text(encoding="utf-8").strip() if caption_file.is_file() else ""
+        sec.figures.append(Figure(f.stem, name, caption))
+    return sec
+
+
 def pca_2d(x: Any) -> tuple[Any, list[float]]:
     """Rows of ``x`` projected on their first two principal components (numpy SVD of the centred
     matrix); returns ``(points [N, 2], explained variance ratios of the two components)``."""
@@ -507,7 +528,7 @@ def build_report(exp_dir: str | Path, out_dir: str | Path, *, title: str | None 
             att_notes.append(f"RMN attention not computed: {err}")
     att = attention_section(exp, out, extra_att)
     att.notes.extend(att_notes)
-    sections = [bleu_section(exp), perplexity_section(exp), curves_section(exp, out), att,
+    sections = [bleu_section(exp), perplexity_section(exp), curves_section(exp, out), att, figures_section(exp, out),
                 phrase_map_section(out, phrase_model, phrases, projection)]
     title = title or f"Experiment report: {exp.resolve().name}"
     paths = {"md": out / "report.md", "html": out / "report.html"}

@@ -42,6 +42,17 @@ def _fake_experiment(root: Path) -> Path:
     (exp / "attention").mkdir()
     np.save(exp / "attention" / "rmn_sent0.npy", np.random.default_rng(0).random((4, 3)))
     (exp / "attention" / "rmn_sent0.txt").write_text("a b c d\n", encoding="utf-8")
+    (exp / "figures").mkdir()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [1, 0])
+    fig.savefig(exp / "figures" / "mean attention.png")
+    plt.close(fig)
+    (exp / "figures" / "mean attention.txt").write_text("Fig. 3 of the RMN paper\n", encoding="utf-8")
     return exp
 
 
@@ -64,6 +75,8 @@ def test_report_from_fake_experiment(tmp_path: Path) -> None:
     assert "<style>" in page and "<link" not in page
     imgs = re.findall(r'<img src="([^"]+)"', page)
     assert {"curve_encdec.png", "curve_lm_lstm.png", "attention_rmn_sent0.png"} <= set(imgs)
+    fig_name = next(n for n in imgs if n.startswith("fig_"))
+    assert "Fig. 3 of the RMN paper" in page and "Fig. 3 of the RMN paper" in md and fig_name.endswith(".png")
     for name in imgs:
         assert (out / name).is_file() and (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for name in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):

@@ -6,6 +6,7 @@ is optional and a missing one leaves its section out with a note.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 
 from nmt import config as C
@@ -23,6 +24,9 @@ class ReportConfig:
                                           "numpy t-SNE)")
     rmn_model: str = C.field("", help="RMN LM folder (nmt-lm-train --arch rm/rmr) whose attention to draw")
     attention_sentences: str = C.field("", help="tokenized sentences (one per line) for the RMN attention maps")
+    screenshot: str = C.field("", help="also render report.html in headless Chromium (Debian's `chromium`) and "
+                                       "save a full-page PNG here")
+    screenshot_size: str = C.field("1280,3200", help="browser window WIDTH,HEIGHT in pixels for --screenshot")
 
 
 def cli_main(argv: list[str] | None = None) -> int:
@@ -54,7 +58,37 @@ def cli_main(argv: list[str] | None = None) -> int:
                          rmn_model=cfg.rmn_model or None, attention_sentences=att,
                          projection=cfg.projection)
     print(f"smt-report: wrote {paths['md']}, {paths['html']} and {len(paths) - 2} figure(s)", file=sys.stderr)
+    if cfg.screenshot:
+        try:
+            screenshot(paths["html"], cfg.screenshot, cfg.screenshot_size)
+        except (FileNotFoundError, RuntimeError) as err:
+            print(f"smt-report: error: {err}", file=sys.stderr)
+            return 1
+        print(f"smt-report: screenshot {cfg.screenshot}", file=sys.stderr)
     return 0
+
+
+def screenshot(html_path: str | Path, png_path: str | Path, size: str = "1280,3200", timeout: int = 120) -> Path:
+    """Render ``html_path`` with headless Chromium into ``png_path`` (raises if no browser is found,
+    it fails, or it writes no PNG)."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    exe = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    if exe is None:
+        raise FileNotFoundError("no chromium / chromium-browser / google-chrome on PATH (Debian: apt-get install "
+                                "chromium)")
+    png = Path(png_path).resolve()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={profile}",
+               f"--window-size={size}", f"--screenshot={png}", Path(html_path).resolve().as_uri()]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0 or not png.is_file() or png.read_bytes()[:8] != b"\x89PNG\r\n\x1a\n":
+        raise RuntimeError(f"{exe} did not write {png} (exit {proc.returncode}): {proc.stderr[-800:]}")
+    return png
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from smt_features import report as REP
 from smt_features.cli_report import cli_main as report_main
@@ -164,3 +165,19 @@ def test_tsne_separates_clusters() -> None:
     within = max(np.linalg.norm(a - a.mean(0), axis=1).max(), np.linalg.norm(b - b.mean(0), axis=1).max())
     assert np.linalg.norm(a.mean(0) - b.mean(0)) > 2 * within
     assert np.array_equal(y, REP.tsne_2d(x, iterations=300))  # deterministic
+
+
+def test_screenshot_in_headless_chromium(tmp_path: Path) -> None:
+    import shutil
+
+    if not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")):
+        pytest.skip("no chromium on PATH (Debian: apt-get install chromium)")
+    exp = _fake_experiment(tmp_path)
+    shot = tmp_path / "shot.png"
+    assert report_main(["--experiment-dir", str(exp), "--out", str(tmp_path / "r"), "--screenshot", str(shot),
+                        "--screenshot-size", "900,1400"]) == 0
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(shot)
+    assert img.shape[:2] == (1400, 900)
+    assert img[..., :3].std() > 0.05        # not a blank page: text, tables and figures drawn

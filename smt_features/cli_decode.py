@@ -47,6 +47,9 @@ class DecodeConfig:
     early_discarding_threshold: float | None = field(None, help="Moses early discarding as a probability "
                                                                 "ratio (0 = off, the default)")
     max_phrase_length: int | None = field(None, help="longest source phrase looked up (default 20)")
+    search: str = field("auto", help="search implementation: 'python', 'compiled' (the C++ core built by "
+                                     "third_party/build_search.sh; error if missing) or 'auto' (compiled "
+                                     "when available); identical results")
     weights_override: str = field("", help="replace weights, e.g. 'LM0= 0.5 Distortion0= 0.1'")
     progress: bool = field(True, help="show a tqdm progress bar with sentences/s on stderr")
     stats_json: str = field("", help="write timings and counts of the run as JSON here")
@@ -96,14 +99,15 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
         apply_weight_overrides(ini, parse_weight_string(cfg.weights_override, "--weights-override"))
     options = search_options_from_config(
         ini, stack_size=cfg.stack, distortion_limit=cfg.distortion_limit, beam_threshold=cfg.beam_threshold,
-        early_discarding_threshold=cfg.early_discarding_threshold, max_phrase_length=cfg.max_phrase_length)
+        early_discarding_threshold=cfg.early_discarding_threshold, max_phrase_length=cfg.max_phrase_length,
+        search=cfg.search)
     decoder = build_decoder(ini, options=options, table_limit=cfg.table_limit)
     load_s = time.perf_counter() - t0
     lines = _read_input(cfg.input)
     print(f"[smt-decode] loaded {cfg.config} in {load_s:.1f} s: {len(decoder.table)} phrase pairs, "
           f"features {', '.join(f.name for f in decoder.features)}; stack {options.stack_size}, "
           f"distortion limit {options.distortion_limit}, table limit {decoder.tm.table_limit}, "
-          f"{cfg.threads} process(es)", file=sys.stderr, flush=True)
+          f"{cfg.threads} process(es), {decoder.search_kind} search", file=sys.stderr, flush=True)
 
     n_best = nbest_spec[1] if nbest_spec else 0
     distinct = nbest_spec[2] if nbest_spec else False
@@ -136,7 +140,8 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
              "sentences_per_second": round(speed, 3), "threads": cfg.threads,
              "stack": options.stack_size, "distortion_limit": options.distortion_limit,
              "table_limit": decoder.tm.table_limit, "beam_threshold": options.beam_threshold,
-             "early_discarding_threshold": options.early_discarding_threshold, **totals}
+             "early_discarding_threshold": options.early_discarding_threshold, "search": decoder.search_kind,
+             **totals}
     print(f"[smt-decode] decoded {len(lines)} sentences in {decode_s:.1f} s ({speed:.2f} sentences/s, "
           f"{cfg.threads} process(es), model loading excluded)", file=sys.stderr, flush=True)
     if cfg.stats_json:
@@ -156,10 +161,11 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     spec = _nbest_spec(cfg.n_best_list, parser)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from nmt.data.io import DataError
+    from smt_features.fast_search import CompiledSearchUnavailable
 
     try:
         run(cfg, spec)
-    except (DataError, FileNotFoundError, ValueError) as err:
+    except (DataError, FileNotFoundError, ValueError, CompiledSearchUnavailable) as err:
         print(f"smt-decode: error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -108,6 +108,9 @@ class SearchOptions:
     bound_pruning: bool = True
     #: tighten those bounds with per-word maxima read from the LM's ARPA file (exact)
     lm_upper_bounds: bool = True
+    #: 'python', 'compiled' (smt_features.fast_search; error if not built) or 'auto' (compiled when
+    #: built and the model is supported, else Python); both give identical results
+    search: str = "auto"
 
     def __post_init__(self) -> None:
         if self.stack_size < 1:
@@ -120,6 +123,8 @@ class SearchOptions:
             raise ValueError("max-phrase-length must be >= 1")
         if self.table_limit < 0:
             raise ValueError("table-limit must be >= 0 (0 = no limit)")
+        if self.search not in ("python", "compiled", "auto"):
+            raise ValueError(f"search must be 'python', 'compiled' or 'auto', got {self.search!r}")
 
     @property
     def beam_width(self) -> float:
@@ -262,6 +267,14 @@ class Decoder:
                 if not lm.load_upper_bounds():
                     log.info("%s: no ARPA file beside %s; bounding ln p(w|h) by 0", lm.name, lm.path)
         self.set_weights(weights)
+        from smt_features import fast_search  # the compiled search core, when built (else None)
+
+        self._fast = fast_search.attach(self)
+
+    @property
+    def search_kind(self) -> str:
+        """``'compiled'`` when decode() runs the compiled search core, else ``'python'``."""
+        return "compiled" if self._fast is not None else "python"
 
     # ------------------------------------------------------------------ weights and caches
     def set_weights(self, weights: Mapping[str, Sequence[float]] | Sequence[float]) -> None:
@@ -397,6 +410,10 @@ class Decoder:
         if isinstance(words, str):
             words = words.split()
         words = list(words)
+        if self._fast is not None:  # identical results; None = a sentence it leaves to Python
+            result = self._fast.decode(words, nbest, distinct, sent_id)
+            if result is not None:
+                return result
         t0 = time.perf_counter()
         final, stats = self._search(words, keep_arcs=nbest > 0)
         if final is None:

@@ -10,6 +10,11 @@ Variants (all at the same stack size, table limit and distortion limit):
 * ``early``   — ``bounded`` plus Moses's early discarding at threshold 1
   (a heuristic, off by default in Moses and here).
 
+Each runs the compiled search core (``smt_features/fast_search.py``, built by
+``third_party/build_search.sh``) unless its name ends in ``-py`` (the Python
+search loop, e.g. ``plain-py``, the pure-Python reference); both give identical
+results, which the benchmark checks (``same output``).
+
 For each variant: sentences/s (wall clock and CPU, model loading
 excluded), the mean model score (a search-quality check: ``plain`` and
 ``bounded`` must agree), and optionally BLEU/chrF of the detokenized output
@@ -44,10 +49,11 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_variant(decoder, lines, options, threads=1):
+def run_variant(decoder, lines, options, threads=1, fast=None):
     from smt_features.decoder import decode_corpus
 
     decoder.options = options
+    decoder._fast = fast  # None = the Python search loop
     decoder.set_weights(decoder.weights)  # clear option caches (their order depends on the options)
     t0, c0 = time.perf_counter(), time.process_time()
     results = list(decode_corpus(decoder, lines, threads=threads))
@@ -62,9 +68,9 @@ def main() -> int:
     ap.add_argument("--sentences", type=int, default=200, help="first N sentences of --input")
     ap.add_argument("--references", default="", help="raw (detokenized) references for BLEU, line-aligned")
     ap.add_argument("--target-lang", default="fr", help="language of the detokenizer")
-    ap.add_argument("--variants", nargs="+", default=["plain", "bounded", "early"])
+    ap.add_argument("--variants", nargs="+", default=["plain-py", "bounded-py", "plain", "bounded", "early"])
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    ap.add_argument("--threads-variants", nargs="+", default=["bounded", "early"],
+    ap.add_argument("--threads-variants", nargs="+", default=["bounded-py", "bounded", "early"],
                     help="variants also timed with each --threads value > 1")
     ap.add_argument("--profile-sentences", type=int, default=20, help="0 = no profile")
     ap.add_argument("--stack", type=int, default=200)
@@ -87,10 +93,19 @@ def main() -> int:
     print(f"{len(lines)} sentences, stack {args.stack}, table limit {args.table_limit}, "
           f"distortion limit {args.distortion_limit}")
 
+    fast = decoder._fast
+    if fast is None and any(not v.endswith("-py") for v in args.variants):
+        sys.exit("the compiled search core is not available (bash third_party/build_search.sh); "
+                 "run only -py variants")
+
     def options(variant: str) -> SearchOptions:
+        base = variant.removesuffix("-py")
         return SearchOptions(stack_size=args.stack, distortion_limit=args.distortion_limit,
-                             table_limit=args.table_limit, bound_pruning=variant != "plain",
-                             early_discarding_threshold=1.0 if variant == "early" else 0.0)
+                             table_limit=args.table_limit, bound_pruning=base != "plain",
+                             early_discarding_threshold=1.0 if base == "early" else 0.0)
+
+    def core(variant: str):
+        return None if variant.endswith("-py") else fast
 
     refs = None
     if args.references:
@@ -104,10 +119,10 @@ def main() -> int:
           f"{'vs plain':>8} {'vs Moses':>8} {'BLEU':>6} {'chrF':>6}")
     base_speed = None
     for variant in args.variants:
-        results, wall, cpu = run_variant(decoder, lines, options(variant))
+        results, wall, cpu = run_variant(decoder, lines, options(variant), fast=core(variant))
         outputs[variant] = results
         speed = len(lines) / wall
-        if variant == "plain" or base_speed is None:
+        if variant == "plain-py" or base_speed is None:
             base_speed = base_speed or speed
         mean = statistics.fmean(r.best.score for r in results)
         bleu = chrf = None
@@ -127,15 +142,18 @@ def main() -> int:
         print(f"{variant:<9} {1:>4} {speed:>7.2f} {len(lines) / cpu:>10.2f} {mean:>11.4f} "
               f"{speed / base_speed:>8.2f} {speed / MOSES_SENT_PER_S[1]:>8.3f} "
               f"{'' if bleu is None else f'{bleu:6.2f}'} {'' if chrf is None else f'{chrf:6.2f}'}", flush=True)
-    if "plain" in outputs and "bounded" in outputs:
-        diff = sum(1 for a, b in zip(outputs["plain"], outputs["bounded"]) if abs(a.best.score - b.best.score) > 1e-6)
-        print(f"plain vs bounded: {diff} sentence(s) with a different best score (expected 0)")
-        record["plain_vs_bounded_differences"] = diff
+    for a_name, b_name in (("plain-py", "bounded-py"), ("plain", "bounded"), ("bounded-py", "bounded"),
+                           ("plain-py", "plain")):
+        if a_name in outputs and b_name in outputs:
+            diff = sum(1 for a, b in zip(outputs[a_name], outputs[b_name])
+                       if a.best.tokens != b.best.tokens or abs(a.best.score - b.best.score) > 1e-9)
+            print(f"{a_name} vs {b_name}: {diff} sentence(s) with a different best translation or score (expected 0)")
+            record[f"{a_name}_vs_{b_name}_differences"] = diff
     for variant in args.threads_variants:
         for threads in args.threads:
             if threads <= 1 or variant not in args.variants:
                 continue
-            results, wall, _ = run_variant(decoder, lines, options(variant), threads=threads)
+            results, wall, _ = run_variant(decoder, lines, options(variant), threads=threads, fast=core(variant))
             speed = len(lines) / wall
             same = all(a.best.tokens == b.best.tokens for a, b in zip(results, outputs[variant]))
             record["variants"][variant]["threads"][threads] = {"sent_per_s": round(speed, 3), "same_output": same}
@@ -143,6 +161,7 @@ def main() -> int:
                   f"{speed / MOSES_SENT_PER_S.get(threads, MOSES_SENT_PER_S[1]):>8.3f}  (same output: {same})",
                   flush=True)
     if args.profile_sentences:
+        decoder._fast = fast
         decoder.options = options("bounded")
         decoder.set_weights(decoder.weights)
         prof = cProfile.Profile()
@@ -154,7 +173,8 @@ def main() -> int:
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
         text = buf.getvalue()
         start = text.find("   ncalls")
-        print(f"\ncProfile, variant bounded, {args.profile_sentences} sentences (top functions by own time):")
+        print(f"\ncProfile, variant bounded ({'compiled' if fast else 'python'} search), {args.profile_sentences} "
+              "sentences (top functions by own time):")
         print(text[start:].rstrip())
         record["profile_top"] = text[start:].strip().splitlines()[:14]
     record["max_rss_mb"] = round(rss_mb())

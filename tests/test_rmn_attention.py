@@ -71,9 +71,11 @@ def test_cli_writes_the_figures(tmp_path: Path) -> None:
                        "--train", str(text), "--valid", str(text), "--max-epochs", "1", "--threads", "1",
                        "--progress", "false", "--out-dir", str(model)]) == 0
     out = tmp_path / "att"
-    assert attention_main(["--model", f"RM={model}", "--text", str(text), "--samples", "2", "--out-dir", str(out),
-                           "--threads", "1", "--save-arrays"]) == 0
+    assert attention_main(["--model", f"RM={model}", f"again={model}", "--text", str(text), "--samples", "2",
+                           "--out-dir", str(out), "--threads", "1", "--save-arrays"]) == 0
     record = json.loads((out / "attention.json").read_text())
+    assert list(record["models"]) == ["RM", "again"]
+    assert record["models"]["RM"]["mean_attention"] == record["models"]["again"]["mean_attention"]
     assert len(record["sampled_lines"]) == 2 and record["models"]["RM"]["memory_size"] == 5
     assert sum(record["models"]["RM"]["mean_attention"]) == pytest.approx(1.0, abs=1e-4)
     for png in ["mean_attention.png"] + [f"heatmap_RM_{i}.png" for i in record["sampled_lines"]]:

@@ -29,8 +29,9 @@ from nmt.lm_data import load_language_model, read_sentences
 
 @dataclass
 class LMAttentionConfig:
-    model: list[str] = C.field([], help="RM/RMR model folders (nmt-lm-train); NAME=PATH to label "
-                                                          "a model, else the folder name")
+    model: list[str] = C.field([], help="RM/RMR model folders (nmt-lm-train), all after one "
+                                                          "--model: --model RM=dir1 RMR=dir2; NAME=PATH labels a model "
+                                                          "(default: the folder name)")
     text: str | None = C.field(None, help="tokenized text, one sentence per line (plain or .gz)")
     split: str | None = C.field(None, help="instead of --text: train, valid or test of the first model's data")
     max_sentences: int | None = C.field(None, help="only the first N lines")

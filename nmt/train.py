@@ -35,7 +35,7 @@ from nmt import checkpoint as ckpt
 from nmt import distributed
 from nmt.config import field
 from nmt.data.batching import bucketed_batches
-from nmt.data.io import atomic_write
+from nmt.data.io import atomic_write, remove_stale_temp_files
 
 log = logging.getLogger("nmt.train")
 
@@ -408,6 +408,9 @@ class Trainer:
     def _train(self) -> TrainState:
         torch.set_num_threads(self.loop.threads)
         self._apply_optimizer_settings()
+        if self.loop.resume and self.dist.is_main:
+            for path in remove_stale_temp_files(self.out_dir):  # left by a killed run's atomic writes
+                log.info("removed %s (an unfinished write of an interrupted run)", path.name)
         if self.loop.resume and self.last_path.exists():
             self.restore()
         elif self.loop.resume:

@@ -124,3 +124,15 @@ def test_data_error_pickles() -> None:
     assert str(err) == "f.txt: line 7: bad" and err.line == 7 and err.path == "f.txt"
     ready_made = pickle.loads(pickle.dumps(DataError("g.txt: line 2: odd")))
     assert str(ready_made) == "g.txt: line 2: odd" and ready_made.line is None
+
+
+def test_remove_stale_temp_files_keeps_finished_files(tmp_path) -> None:
+    from nmt.data.io import atomic_write, remove_stale_temp_files
+
+    with atomic_write(tmp_path / "done.json") as fh:
+        fh.write("{}")
+    stale = tmp_path / ".checkpoint_best.pt.abc123.tmp"
+    stale.write_bytes(b"partial")
+    (tmp_path / ".hidden").write_text("not ours")
+    assert remove_stale_temp_files(tmp_path) == [stale]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".hidden", "done.json"]

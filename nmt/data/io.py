@@ -197,6 +197,17 @@ def _new_file_mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
+def remove_stale_temp_files(folder: PathLike) -> list[Path]:
+    """Delete the temp files :func:`atomic_write` leaves in ``folder`` when its process is killed
+    mid-write (``.NAME.XXXXXXXX.tmp``); the finished files are never touched. Returns what was removed."""
+    removed = []
+    for path in Path(folder).glob(".*.tmp"):
+        if path.is_file():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8",
                  compresslevel: int = 6) -> Iterator[IO[Any]]:

@@ -143,11 +143,11 @@ def main(argv: list[str] | None = None) -> int:
             opt.step()
             tokens += int((tgt_out != PAD).sum())
             if step % max(1, args.steps // 50) == 0:
-                curve.append([step, round(float(loss), 5)])
+                curve.append([step, round(loss.item(), 5)])
             if step % args.eval_every == 0 or step == args.steps:
                 ev = evaluate(model, eval_sets)
                 evals.append({"step": step, "by_length": ev})
-                print(f"{arch} step {step}: train {float(loss):.4f} nats/token; valid CE by length "
+                print(f"{arch} step {step}: train {loss.item():.4f} nats/token; valid CE by length "
                       + " ".join(f"{n}:{v['cross_entropy']:.3f}" for n, v in ev.items()), flush=True)
         seconds = time.perf_counter() - t0
         results["models"][arch] = {"parameters": sum(q.numel() for q in model.parameters()),

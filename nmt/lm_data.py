@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -436,16 +436,10 @@ def build_task(cfg: LMDataConfig, vocab: Vocabulary, *, batch_size: int, max_tok
 # --------------------------------------------------------------------------- scoring
 
 
-@torch.no_grad()
-def sentence_token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[int]], *, start: int = BOS,
-                            max_tokens: int = 2000) -> list[np.ndarray]:
-    """ln p of each word and of ``</s>`` per sentence (``n + 1`` values), each from a fresh state.
-
-    ``start`` is the first context symbol (``<s>`` for sentence-trained models,
-    ``</s>`` for stream-trained ones). Sentences are batched by length; results
-    come back in input order. Call ``model.eval()`` first.
-    """
-    out: list[np.ndarray | None] = [None] * len(sentences)
+def length_batches(sentences: Sequence[Sequence[int]], *, start: int = BOS, max_tokens: int = 2000
+                   ) -> Iterator[tuple[list[int], Tensor, Tensor, Tensor]]:
+    """Sentences sorted by length and cut into batches of at most ``max_tokens`` padded inputs:
+    ``(indices into sentences, inputs [B, T] starting with start, targets, input lengths)``."""
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     i = 0
     while i < len(order):
@@ -456,12 +450,26 @@ def sentence_token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[i
         batch = LMTask._sentence_batch([sentences[k] for k in idx])
         inputs, targets, in_len = make_lm_batch(batch["tokens"], batch["lengths"])
         inputs[:, 0] = start
+        yield idx, inputs, targets, in_len
+        i = j
+
+
+@torch.no_grad()
+def sentence_token_logprobs(model: LanguageModel, sentences: Sequence[Sequence[int]], *, start: int = BOS,
+                            max_tokens: int = 2000) -> list[np.ndarray]:
+    """ln p of each word and of ``</s>`` per sentence (``n + 1`` values), each from a fresh state.
+
+    ``start`` is the first context symbol (``<s>`` for sentence-trained models,
+    ``</s>`` for stream-trained ones). Sentences are batched by length; results
+    come back in input order. Call ``model.eval()`` first.
+    """
+    out: list[np.ndarray | None] = [None] * len(sentences)
+    for idx, inputs, targets, in_len in length_batches(sentences, start=start, max_tokens=max_tokens):
         logits, _ = model(inputs, None, lengths=in_len)
         logp = torch.log_softmax(logits.float(), -1).gather(2, targets.unsqueeze(-1)).squeeze(-1)
         logp = logp.double().cpu().numpy()
         for row, k in enumerate(idx):
             out[k] = logp[row, :int(in_len[row])].copy()
-        i = j
     return out  # type: ignore[return-value]
 
 

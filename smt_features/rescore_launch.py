@@ -20,14 +20,14 @@ the shard commands (e.g. for a batch scheduler) and the merge step instead of ru
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from nmt.data.io import atomic_write
 
 FORBIDDEN = ("--output", "--shard")
 
@@ -53,23 +53,12 @@ def merge_parts(output: str | Path, n: int) -> int:
     missing = [str(p) for p in parts if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"missing shard output(s): {', '.join(missing)}")
-    target = Path(output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     total = 0
-    try:
-        with os.fdopen(fd, "wb") as dst:   # raw bytes: the parts are already gzip members
-            for p in parts:
-                with open(p, "rb") as src:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                total += p.stat().st_size
-            dst.flush()
-            os.fsync(dst.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(output, "wb", compress=False) as dst:   # the parts are gzip members already
+        for p in parts:
+            with open(p, "rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            total += p.stat().st_size
     return total
 
 

@@ -20,8 +20,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from nmt.lm_data import LoadedLM, LMTask
-from nmt.models.lm.base import make_lm_batch
+from nmt.lm_data import LoadedLM, length_batches
 
 
 @dataclass
@@ -45,23 +44,12 @@ def sentence_attention(loaded: LoadedLM, sentences: Sequence[Sequence[str]], *, 
         raise ValueError(f"{loaded.path}: {loaded.config.get('arch')} model has no memory block (not an RMN)")
     ids = [loaded.vocab.encode(list(s)) for s in sentences]
     out: list[SentenceAttention | None] = [None] * len(ids)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    i = 0
-    while i < len(order):
-        j = i + 1
-        while j < len(order) and (len(ids[order[j]]) + 1) * (j + 1 - i) <= max_tokens:
-            j += 1
-        idx = order[i:j]
-        batch = LMTask._sentence_batch([ids[k] for k in idx])
-        inputs, _, in_len = make_lm_batch(batch["tokens"], batch["lengths"])
-        inputs[:, 0] = loaded.start
+    for idx, inputs, _, in_len in length_batches(ids, start=loaded.start, max_tokens=max_tokens):
         _, _, att = model(inputs, None, lengths=in_len, return_attention=True)
         att = att.double().cpu().numpy()
         for row, k in enumerate(idx):
-            steps = int(in_len[row])
             words = list(sentences[k])
-            out[k] = SentenceAttention(words, [start_symbol(loaded)] + words, att[row, :steps].copy())
-        i = j
+            out[k] = SentenceAttention(words, [start_symbol(loaded)] + words, att[row, :int(in_len[row])].copy())
     return out  # type: ignore[return-value]
 
 

@@ -210,13 +210,14 @@ def remove_stale_temp_files(folder: PathLike) -> list[Path]:
 
 @contextlib.contextmanager
 def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8",
-                 compresslevel: int = 6) -> Iterator[IO[Any]]:
+                 compresslevel: int = 6, compress: bool | None = None) -> Iterator[IO[Any]]:
     """Write ``path`` all at once: a temp file in the same folder, fsync, ``os.replace``.
 
     ``mode`` is ``"w"``/``"wt"`` (text, ``\\n`` line ends) or ``"wb"``. A ``.gz``
     suffix writes a gzip stream at ``compresslevel`` (6: gzip's own default, several times
     faster than 9 for a few percent in size). On an exception the temp file is removed
-    and an existing ``path`` is left untouched. Parent folders are created.
+    and an existing ``path`` is left untouched. Parent folders are created. ``compress``
+    overrides the suffix rule (``False``: write the bytes as given, e.g. gzip members).
     """
     if mode not in ("w", "wt", "wb"):
         raise ValueError(f"atomic_write: mode must be 'w', 'wt' or 'wb', not {mode!r}")
@@ -227,7 +228,7 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8",
     stream: IO[Any] = raw
     try:
         gz = None
-        if _is_gzip(target):
+        if _is_gzip(target) if compress is None else compress:
             gz = gzip.GzipFile(filename=target.name[:-3], mode="wb", fileobj=raw, mtime=0,
                                compresslevel=compresslevel)
             stream = gz

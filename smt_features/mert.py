@@ -31,8 +31,9 @@ Pieces
   from ``restarts`` random points (uniform in per-feature ranges, default
   ``[-1, 1]``), keep the best. Weights are rescaled to ``Σ|λ| = 1`` after
   each move and at the end (scaling does not change any 1-best). Fixed
-  features keep their weight (their direction component is 0; with fixed
-  features nothing is rescaled, since the fixed weights set the scale).
+  features keep their weight (their direction component is 0; a fixed
+  non-zero weight sets the scale, so nothing is rescaled then; features fixed
+  at 0 -- a feature switched off -- do not stop the rescaling).
   Deterministic for a given ``seed``.
 * :func:`optimise` — the same from plain Python lists, for a reranker.
 
@@ -523,7 +524,10 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
             raise ValueError(f"range of {key}: {lo} > {hi}")
         for i in _expand_keys([key], names):
             lo_b[i], hi_b[i] = lo, hi
-    rescale = opts.normalise and not fixed and not opts.clip_to_ranges
+    # BLEU does not change when all weights are scaled, so runs are normalised (Σ|λ| = 1) -- unless a fixed
+    # feature has a non-zero weight, which then sets the scale (a feature fixed at 0 stays 0 under scaling)
+    scale_free = not any(w0[i] != 0.0 for i in fixed)
+    rescale = opts.normalise and scale_free and not opts.clip_to_ranges
     init_bleu = arrays.bleu(w0)
     rng = np.random.default_rng(opts.seed)
     starts = [w0]
@@ -588,7 +592,7 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
         results.append((score, point))
     best_i = max(range(len(results)), key=lambda i: (results[i][0], -i))
     score, point = results[best_i]
-    if opts.normalise and not fixed:
+    if opts.normalise and scale_free:
         point = normalise_l1(point)
         score = arrays.bleu(point)
     return MertResult(point, score, names, init_bleu, [r[0] for r in results], best_i, n_ls,

@@ -364,6 +364,29 @@ def apply_weight_overrides(cfg: MosesConfig, overrides: Mapping[str, Sequence[fl
         cfg.weights[name] = [float(v) for v in values]
 
 
+def with_rescored_table(cfg: MosesConfig, table: str, new_columns: int, *, feature: str = "TranslationModel0",
+                        weight: float = 0.2) -> MosesConfig:
+    """A copy of ``cfg`` whose phrase table ``feature`` reads ``table``, which has ``new_columns`` more scores.
+
+    ``num-features`` grows by ``new_columns`` and each new score gets the starting weight ``weight``
+    (0.2, as ``train-model.perl`` gives every phrase-table score); the other weights are kept.
+    """
+    if new_columns < 1:
+        raise ValueError("new_columns must be >= 1")
+    out = cfg.copy()
+    try:
+        f = out.feature(feature)
+    except KeyError:
+        raise MosesIniError(cfg.path or "<moses.ini>", 1, f"no phrase-table feature named {feature}") from None
+    if not f.type.startswith("PhraseDictionary"):
+        raise MosesIniError(cfg.path or "<moses.ini>", f.line_no, f"{feature} is a {f.type}, not a phrase table")
+    old = int(f.get("num-features", "0") or 0)
+    f.args["num-features"] = str(old + new_columns)
+    f.args["path"] = table
+    out.weights[feature] = list(out.weights.get(feature, [0.2] * old)) + [weight] * new_columns
+    return out
+
+
 def default_config(phrase_table: str, lm: str, *, num_tm_features: int = 4, lm_order: int = 5,
                    table_limit: int = 20, distortion_limit: int = 6) -> MosesConfig:
     """The moses.ini ``train-model.perl`` writes for a distance-reordering system, with its default weights."""

@@ -107,6 +107,9 @@ class RescoreConfig:
                                            "default exp(-100): Moses's floor LOWEST_SCORE = -100 for ln")
     softmax_block: int = field(64, help="rows of the output layer computed at a time on CPU (cache blocking)")
     progress: bool = field(True, help="show a tqdm progress bar (pairs/s, ETA) on stderr")
+    moses_ini: str = field("", help="moses.ini of the input table: also write OUTPUT's config (path and "
+                                    "num-features updated, each new score weighted 0.2) to --moses-ini-out")
+    moses_ini_out: str = field("", help="where --moses-ini's updated copy goes (default: OUTPUT.moses.ini)")
 
 
 @dataclass
@@ -547,6 +550,9 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
             scorer.close()
     stats.seconds = time.perf_counter() - t_start
     _write_summary(cfg, paths, stats, columns, settings)
+    if cfg.moses_ini and not cfg.shard:
+        ini_out = write_rescored_ini(cfg.moses_ini, cfg.output, len(columns), cfg.moses_ini_out)
+        log.info("decoder configuration for %s: %s", cfg.output, ini_out)
     log.info("%d pairs written (%d scored in this run, %.0f pairs/s over %.1f s); %d bad line(s) skipped; "
              "columns appended: %s", stats.pairs, stats.pairs_this_run, stats.pairs_this_run / max(stats.seconds, 1e-9),
              stats.seconds, stats.skipped, ", ".join(columns))
@@ -556,6 +562,16 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
         log.info("scores raised to the floor %g: %d forward, %d reverse", cfg.floor, stats.clamped,
                  stats.clamped_reverse)
     return stats
+
+
+def write_rescored_ini(moses_ini: str, table: str, new_columns: int, out: str = "") -> str:
+    """Write the decoder configuration of a rescored table (``out`` or ``TABLE.moses.ini``); returns its path."""
+    from smt_features.moses_ini import read_moses_ini, with_rescored_table
+
+    target = out or f"{table}.moses.ini"
+    cfg = with_rescored_table(read_moses_ini(moses_ini), os.path.abspath(table), new_columns)
+    cfg.write(target)
+    return target
 
 
 def _prepare_parts(parts: Path, settings: dict, chunks: list, gz: bool, stats: RescoreStats) -> set[int]:

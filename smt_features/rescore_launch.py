@@ -108,6 +108,19 @@ def run_shards(args: list[str], output: str, n: int, *, launcher: str = "", keep
                 p.unlink(missing_ok=True)
 
 
+def _write_ini(args: list[str], output: str) -> None:
+    """With ``--moses-ini`` among the shard options, write the merged table's decoder configuration
+    (the shards themselves do not)."""
+    from nmt import config as nmt_config
+    from smt_features.rescore import RescoreConfig, write_rescored_ini
+
+    cfg = nmt_config.parse(RescoreConfig, [*args, "--output", output])
+    if cfg.moses_ini:
+        columns = 1 + bool(cfg.reverse_model) + bool(cfg.wp_column)
+        print(f"decoder configuration: {write_rescored_ini(cfg.moses_ini, output, columns, cfg.moses_ini_out)}",
+              file=sys.stderr)
+
+
 def cli_main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" in argv:
@@ -139,7 +152,8 @@ def cli_main(argv: list[str] | None = None) -> int:
         return 0
     try:
         run_shards(rest, opts.output, opts.shards, launcher=opts.launcher, keep_parts=opts.keep_parts)
-    except (RuntimeError, FileNotFoundError, OSError) as err:
+        _write_ini(rest, opts.output)
+    except (RuntimeError, FileNotFoundError, OSError, ValueError) as err:
         print(f"smt-rescore-sharded: error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -238,6 +238,10 @@ def test_fixed_features_and_ranges():
     init = [0.3, -0.2, 0.1, 0.4]
     res = mert(pool, init, MertOptions(restarts=3, seed=1, fixed=[names[1]]))
     assert res.weights[1] == pytest.approx(-0.2)
+    # a feature fixed at 0 (switched off, as +RNN without its WP column) stays 0 and the run stays normalised;
+    # it equals the run on the pool without that feature
+    off = mert(pool, [0.3, 0.0, 0.1, 0.4], MertOptions(restarts=3, seed=1, fixed=[names[1]]))
+    assert off.weights[1] == 0.0 and np.sum(np.abs(off.weights)) == pytest.approx(1.0)
     res = mert(pool, init, MertOptions(restarts=3, seed=1, ranges={names[0]: (0.0, 0.5)}, default_range=(-1, 1),
                                        clip_to_ranges=True))
     assert 0.0 <= res.weights[0] <= 0.5 and np.all(np.abs(res.weights) <= 1.0 + 1e-12)

@@ -2,6 +2,7 @@
 the real corpora skip when ``$MT_DATA`` (default ``../shared/data``) does not hold them."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -76,17 +77,30 @@ def test_sentence_completion_quick(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_smt_baseline_quick(tmp_path: Path) -> None:
+def test_smt_baseline_and_rnn_rescoring_quick(tmp_path: Path) -> None:
+    """smt_baseline.sh runs inside rnn_rescore.sh: Baseline, +RNN and +RNN+WP rows, one MERT run each."""
     need("multi30k/train.en.gz", "multi30k/val.en.gz", "multi30k/test_2016_flickr.fr.gz")
     need_tools()
-    out = run("recipes/multi30k_enfr/smt_baseline.sh", "--quick", "--mert-runs", "1", "--threads", "1",
-              "--work", str(tmp_path))
-    scores = (tmp_path / "scores.md").read_text()
+    smt, rnn = tmp_path / "smt", tmp_path / "rnn"
+    out = run("recipes/multi30k_enfr/rnn_rescore.sh", "--quick", "--mert-runs", "1", "--threads", "1",
+              "--smt-work", str(smt), "--work", str(rnn), timeout=900)
+    scores = (smt / "scores.md").read_text()
     assert "| test_2016_flickr |" in scores and "| test_2017_flickr |" in scores
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in scores
     bleu = float(re.search(r"\| test_2016_flickr \| ([0-9.]+) ±", scores).group(1))
     assert 1.0 < bleu < 100.0
-    assert (tmp_path / "tune.1" / "moses.tuned.ini").is_file() and "MERT run 1" in out
+    assert (smt / "tune.1" / "moses.tuned.ini").is_file() and "MERT run 1" in out
+    # the rescored table: 4 + 2 scores per line, its moses.ini, WP fixed at 0 in +RNN
+    with gzip.open(rnn / "phrase-table.rnn.gz", "rt", encoding="utf-8") as fh:
+        first = fh.readline().split(" ||| ")
+    assert len(first[2].split()) == 6
+    tuned = (rnn / "rnn.tune.1" / "moses.tuned.ini").read_text()
+    assert "num-features=6" in tuned and re.search(r"^TranslationModel0=( \S+){5} 0$", tuned, re.M)
+    table = (rnn / "scores.md").read_text()
+    for system in ("Baseline", "+RNN", "+RNN+WP"):
+        assert f"| {system} | test_2016_flickr |" in table
+    records = json.loads((rnn / "results" / "rnn_wp.json").read_text())
+    assert {r["set"] for r in records} == {"test_2016_flickr", "test_2017_flickr"} and records[0]["system"] == "+RNN+WP"
 
 
 @pytest.mark.slow

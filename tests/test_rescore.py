@@ -373,3 +373,25 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
     assert rc == 1 and "shard 0/2 exited" in capsys.readouterr().err and not bad.exists()
     with pytest.raises(SystemExit):
         launch_main(["--shards", "2", "--output", str(bad), "--", *args, "--shard", "0/2"])
+
+
+def test_moses_ini_for_the_rescored_table_loads_in_the_decoder(setup, tmp_path: Path) -> None:
+    """--moses-ini: the written config points at the new table with num-features 4 + 2 and a 0.2 weight
+    per new score; the decoder loads the table with it (the column count must match)."""
+    pytest.importorskip("kenlm")
+    from smt_features.decoder import build_decoder
+    from smt_features.moses_ini import default_config, read_moses_ini
+
+    data_dir = Path(__file__).parent / "data" / "decoder"
+    ini = tmp_path / "moses.ini"
+    default_config(str(setup["table"]), str(data_dir / "toy.arpa"), lm_order=2).write(ini)
+    out = tmp_path / "pt.rnn.gz"
+    _run(setup["table"], setup["fwd"], out, wp_column=True, moses_ini=str(ini))
+    new = read_moses_ini(f"{out}.moses.ini")
+    tm = new.feature("TranslationModel0")
+    assert tm.get("num-features") == "6" and tm.get("path") == str(out.resolve())
+    assert new.weights["TranslationModel0"] == [0.2] * 6 and new.weights["LM0"] == [0.5]
+    decoder = build_decoder(new)
+    first_src = next(iter(iter_phrase_table(setup["table"]))).src
+    best = decoder.translate(" ".join(first_src))
+    assert best.tokens and len(decoder.features.split(best.values)["TranslationModel0"]) == 6

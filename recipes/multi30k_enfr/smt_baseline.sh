@@ -84,6 +84,7 @@ for r in $(seq 1 "$runs"); do
   t3=$(date +%s)
   echo "MERT run $r: $((t3 - t2)) s"
   for s in test_2016_flickr test_2017_flickr; do
+    [ -f "$tune/$s.scores.json" ] && [ "$tune/$s.scores.json" -nt "$tune/moses.tuned.ini" ] && continue
     "$bin/smt-decode" --config "$tune/moses.tuned.ini" --input "$t/$s.en" --output "$tune/$s.tok.fr" \
       --threads "$threads" --progress false ${decode_extra[@]+"${decode_extra[@]}"}
     "$bin/nmt-evaluate" --hyp "$tune/$s.tok.fr" --detokenize fr --detok-out "$tune/$s.fr" --ref "$t/$s.ref.fr" \

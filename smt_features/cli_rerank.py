@@ -33,6 +33,8 @@ class RerankConfig:
     batch_size: int = C.field(256, help="hypotheses per scoring call")
     max_tokens: int = C.field(4000, help="padded tokens per forward pass inside a scoring call")
     threads: int = C.field(2, help="torch intra-op threads")
+    drop: list[str] = C.field([], help="feature groups of the n-best list to leave out (not tuned, not written): "
+                                       "one enriched list serves systems with fewer features")
     weights: str = C.field("", help="moses.ini-style weight file ('Name= v ...' lines) to apply: totals "
                                     "recomputed, --one-best written; with --tune the starting point")
     tune: bool = C.field(False, help="run MERT over all features (needs --ref)")
@@ -98,9 +100,12 @@ def run(cfg: RerankConfig) -> dict:
                                                                       max_tokens=cfg.max_tokens)))
     values = R.compute_features(entries, specs, sources)
     entries = R.add_features(entries, values)
+    if cfg.drop:
+        entries = R.drop_features(entries, cfg.drop, cfg.nbest)
 
     weights = R.read_weights(cfg.weights) if cfg.weights else None
-    summary: dict = {"sentences": num, "hypotheses": len(entries), "new_features": [s.name for s in specs]}
+    summary: dict = {"sentences": num, "hypotheses": len(entries), "new_features": [s.name for s in specs],
+                     "dropped": list(cfg.drop)}
     if cfg.tune:
         refs = read_lines(cfg.ref, allow_empty=True)
         if len(refs) < num:

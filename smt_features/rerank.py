@@ -278,6 +278,19 @@ def flat_weights(weights: Mapping[str, Sequence[float]], layout: Sequence[tuple[
     return out
 
 
+def drop_features(entries: Sequence[NBestEntry], names: Sequence[str], where: str = "<n-best>"
+                  ) -> list[NBestEntry]:
+    """The entries without the feature groups ``names`` (each must be a group of the list)."""
+    present = {n for e in entries[:1] for n, _ in e.features}
+    unknown = [n for n in names if n not in present]
+    if unknown:
+        raise ValueError(f"{where}: cannot drop {', '.join(unknown)}: the list's features are "
+                         f"{', '.join(n for n, _ in entries[0].features)}")
+    gone = set(names)
+    return [NBestEntry(e.sent_id, e.tokens, [(n, v) for n, v in e.features if n not in gone], e.total, e.extra,
+                       e.line_no) for e in entries]
+
+
 def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_sentences: int | None = None,
          init: Mapping[str, Sequence[float]] | None = None, restarts: int = 20, seed: int = 1
          ) -> tuple[dict[str, list[float]], float]:

@@ -52,18 +52,6 @@ def test_reverse_copy_quick(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ptb_lm_on_multi30k_french_quick(tmp_path: Path) -> None:
-    need("multi30k/train.fr.gz", "multi30k/val.fr.gz")
-    need_tools()
-    run("recipes/ptb_lm/run.sh", "--quick", "--corpus", "multi30k-fr", "--models", "lstm-1x128", "--threads", "1",
-        "--work", str(tmp_path))
-    table = (tmp_path / "table.md").read_text()
-    assert "| kenlm | sentence |" in table and "| lstm-1x128 | sentence |" in table
-    valid = json.loads((tmp_path / "lstm-1x128" / "valid.json").read_text())
-    assert valid["num_tokens"] == 15_395 and valid["num_oov"] == 0   # Multi30k val: 14,381 words + 1,014 </s>
-
-
-@pytest.mark.slow
 def test_sentence_completion_quick(tmp_path: Path) -> None:
     need("msr-sentence-completion/Holmes_Training_Data.tar.xz", "msr-sentence-completion/testing_data.csv")
     need_tools()
@@ -77,30 +65,51 @@ def test_sentence_completion_quick(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_smt_baseline_and_rnn_rescoring_quick(tmp_path: Path) -> None:
-    """smt_baseline.sh runs inside rnn_rescore.sh: Baseline, +RNN and +RNN+WP rows, one MERT run each."""
+def test_multi30k_table_quick(tmp_path: Path) -> None:
+    """run.sh --table --quick: smt_baseline.sh → rnn_rescore.sh → ptb_lm (Multi30k French LMs) → lm_rerank.sh →
+    report, one MERT run; every row of the table, the rescored table's 6 scores, the report with its figures."""
     need("multi30k/train.en.gz", "multi30k/val.en.gz", "multi30k/test_2016_flickr.fr.gz")
     need_tools()
-    smt, rnn = tmp_path / "smt", tmp_path / "rnn"
-    out = run("recipes/multi30k_enfr/rnn_rescore.sh", "--quick", "--mert-runs", "1", "--threads", "1",
-              "--smt-work", str(smt), "--work", str(rnn), timeout=900)
-    scores = (smt / "scores.md").read_text()
-    assert "| test_2016_flickr |" in scores and "| test_2017_flickr |" in scores
-    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in scores
-    bleu = float(re.search(r"\| test_2016_flickr \| ([0-9.]+) ±", scores).group(1))
-    assert 1.0 < bleu < 100.0
+    out = run("recipes/multi30k_enfr/run.sh", "--table", "--quick", "--mert-runs", "1", "--threads", "1",
+              "--work", str(tmp_path), timeout=1500)
+    smt, rnn, rerank = tmp_path / "smt", tmp_path / "rnn", tmp_path / "rerank"
     assert (smt / "tune.1" / "moses.tuned.ini").is_file() and "MERT run 1" in out
-    # the rescored table: 4 + 2 scores per line, its moses.ini, WP fixed at 0 in +RNN
     with gzip.open(rnn / "phrase-table.rnn.gz", "rt", encoding="utf-8") as fh:
         first = fh.readline().split(" ||| ")
-    assert len(first[2].split()) == 6
+    assert len(first[2].split()) == 6                              # 4 Moses scores + p_rnn(e|f) + WP
     tuned = (rnn / "rnn.tune.1" / "moses.tuned.ini").read_text()
     assert "num-features=6" in tuned and re.search(r"^TranslationModel0=( \S+){5} 0$", tuned, re.M)
-    table = (rnn / "scores.md").read_text()
+    # the LM lists carry the new features; +all also the encoder–decoder's
+    with gzip.open(rerank / "rnnwp.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
+        line = fh.readline()
+    assert all(f" {name}= " in line for name in ("LSTM0", "RMN0", "MOG0", "RNN0"))
+    valid = json.loads((tmp_path / "lm" / "lstm-1x128" / "valid.json").read_text())
+    assert valid["num_tokens"] == 15_395 and valid["num_oov"] == 0   # Multi30k val: 14,381 words + 1,014 </s>
+    table = (rerank / "scores.md").read_text()
+    for system in ("Baseline", "+RNN", "+RNN+WP", "+LSTM-LM", "+RMN-LM", "+Mogrifier-LM", "+all"):
+        row = re.search(rf"^\| {re.escape(system)} \| ([0-9.]+) ± ", table, re.M)
+        assert row and 0.0 <= float(row.group(1)) <= 100.0, system
+    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in table
+    records = json.loads((rerank / "results" / "all.json").read_text())
+    assert {r["set"] for r in records} == {"val", "test_2016_flickr", "test_2017_flickr"}
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "| +Mogrifier-LM |" in report and "phrase_map.png" in report and "attention_sent0.png" in report
+    assert (tmp_path / "report" / "report.html").is_file() and "total:" in (tmp_path / "wall_time.txt").read_text()
+
+
+@pytest.mark.slow
+def test_wmt_small_quick(tmp_path: Path) -> None:
+    need("europarl-v7-excerpt/europarl-v7.20k.en.gz", "newstest/newstest2012.en", "newstest/newstest2013.fr")
+    need_tools()
+    run("recipes/wmt_small/run.sh", "--quick", "--mert-runs", "1", "--threads", "1", "--work", str(tmp_path),
+        timeout=900)
+    table = (tmp_path / "rnn" / "scores.md").read_text()
+    assert "| BLEU | newstest2012 | newstest2013 | runs |" in table
     for system in ("Baseline", "+RNN", "+RNN+WP"):
-        assert f"| {system} | test_2016_flickr |" in table
-    records = json.loads((rnn / "results" / "rnn_wp.json").read_text())
-    assert {r["set"] for r in records} == {"test_2016_flickr", "test_2017_flickr"} and records[0]["system"] == "+RNN+WP"
+        assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
+    # references are the unescaped, detokenized newstest text (no Moses escapes left)
+    ref = (tmp_path / "smt" / "text" / "newstest2013.ref.fr").read_text(encoding="utf-8")
+    assert "&apos;" not in ref and "&quot;" not in ref and " ' " not in ref[:20000]
 
 
 @pytest.mark.slow

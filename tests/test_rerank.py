@@ -201,6 +201,23 @@ def test_mert_weights_reorder_the_list(tmp_path: Path) -> None:
                                             rel=1e-5, abs=1e-6)
 
 
+def test_drop_leaves_a_feature_out_of_tuning_and_output(tmp_path: Path) -> None:
+    """--drop GOOD0: the useful feature is gone, so the tuned 1-best is not the reference any more; naming a
+    feature the list does not have is an error."""
+    nb, ref = _synthetic(tmp_path)
+    init = tmp_path / "init.weights"
+    init.write_text("[weight]\nLM0= 1\nGOOD0= 0\n", encoding="utf-8")
+    w, out, one = tmp_path / "w", tmp_path / "out.nbest", tmp_path / "one.txt"
+    assert rerank_main(["--nbest", str(nb), "--drop", "GOOD0", "--tune", "--ref", str(ref), "--weights", str(init),
+                        "--weights-out", str(w), "--output", str(out), "--one-best", str(one),
+                        "--restarts", "2"]) == 0
+    assert set(R.read_weights(w)) == {"LM0"}
+    assert all("GOOD0" not in e.feature_dict() for es in read_nbest(out).values() for e in es)
+    assert one.read_text().splitlines() != ref.read_text().splitlines()
+    with pytest.raises(SystemExit, match="cannot drop NOPE0"):
+        rerank_main(["--nbest", str(nb), "--drop", "NOPE0", "--output", str(out)])
+
+
 def test_weights_file_round_trip_and_errors(tmp_path: Path) -> None:
     text = R.format_weights({"LM0": [0.5], "TM0": [0.1, -0.2]}, "comment")
     p = tmp_path / "w.ini"

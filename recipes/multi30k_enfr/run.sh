@@ -2,6 +2,11 @@
 # Multi30k En→Fr with the RNN Encoder–Decoder: prepare → train → translate both
 # test sets → BLEU and chrF (sacreBLEU, detokenised output vs raw references).
 #   recipes/multi30k_enfr/run.sh [--quick] [--train-section NAME] [--work DIR] [-- extra nmt-train flags]
+#   recipes/multi30k_enfr/run.sh --table [--quick] [--mert-runs N] [--threads N] [--work DIR]
+# --table: the experiment table of the phrase-based system instead (Baseline, +RNN, +RNN+WP, +LSTM-LM,
+#   +RMN-LM, +Mogrifier-LM, +all; val and both test sets; mean ± sd over MERT runs): smt_baseline.sh →
+#   rnn_rescore.sh → lm_rerank.sh, then the report (report.md, report.html, PNGs) in WORK/report
+#   (default WORK: work/multi30k_table[_quick]).
 # Data: $MT_DATA (default ../shared/data beside the repository).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,9 +15,15 @@ quick=0
 work=""
 train_section=""
 train_extra=()
+table=0
+runs=3
+threads=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --table) table=1 ;;
+    --mert-runs) runs=$2; shift ;;
+    --threads) threads=$2; shift ;;
     --work) work=$2; shift ;;
     --train-section) train_section=$2; shift ;;
     --) shift; train_extra=("$@"); break ;;
@@ -22,6 +33,10 @@ while [ $# -gt 0 ]; do
 done
 export MT_DATA=${MT_DATA:-$root/../shared/data}
 suffix=$([ $quick = 1 ] && echo _quick || true)
+if [ $table = 1 ]; then
+  exec bash "$here/table.sh" $([ $quick = 1 ] && echo --quick || true) --mert-runs "$runs" --threads "$threads" \
+    ${work:+--work "$work"}
+fi
 work=${work:-$root/work/multi30k_enfr$suffix}
 bin=${BIN:-$root/.venv/bin}
 cfg=$here/config.yaml

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Phrase-based baseline on Multi30k En→Fr (the system Cho et al. 2014 add their phrase score to):
+# Phrase-based baseline (the system Cho et al. 2014 add their phrase score to), Multi30k En→Fr by default:
 # prepare (Moses tokenization, case kept, as the encoder–decoder sees it) → eflomal alignment both
 # ways + grow-diag-final-and → phrase extraction (max 7) and Moses scoring → KenLM 5-gram on the
-# French side → MERT on val (--mert-runs runs, seeds 1..N) → decode test_2016_flickr and
-# test_2017_flickr with each tuned system → detokenize → sacreBLEU BLEU / chrF, mean ± spread.
+# French side → MERT on the dev set (--mert-runs runs, seeds 1..N) → decode the dev and test sets
+# with each tuned system → detokenize → sacreBLEU BLEU / chrF, mean ± spread.
 #   recipes/multi30k_enfr/smt_baseline.sh [--quick] [--work DIR] [--mert-runs N] [--threads N]
-#                                         [--max-iterations N] [-- extra smt-decode flags for MERT and test]
-# --quick: CI scale (2,000 training pairs, MERT on 40 val sentences with 20-best lists and at most 2
+#                                         [--max-iterations N] [--config FILE] [--dev SPLIT] [--tests "A B"]
+#                                         [-- extra smt-decode flags for MERT and test]
+# --config: the YAML whose `prepare` section nmt-prepare reads (default: config.yaml beside this script);
+#   --dev / --tests name its dev and test splits as prepared (default val / test_2016_flickr test_2017_flickr).
+#   recipes/wmt_small/run.sh uses this for Europarl + newstest2012/2013.
+# --quick: CI scale (2,000 training pairs, MERT on 40 dev sentences with 20-best lists and at most 2
 # iterations, 50 test sentences); the figures are then only a smoke test.
 # Data: $MT_DATA (default ../shared/data beside the repository). Reruns reuse finished steps.
 set -euo pipefail
@@ -17,6 +21,9 @@ work=""
 runs=3
 threads=2
 max_iter=""
+cfg=$here/config.yaml
+dev=val
+tests="test_2016_flickr test_2017_flickr"
 decode_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,6 +32,9 @@ while [ $# -gt 0 ]; do
     --mert-runs) runs=$2; shift ;;
     --threads) threads=$2; shift ;;
     --max-iterations) max_iter=$2; shift ;;
+    --config) cfg=$2; shift ;;
+    --dev) dev=$2; shift ;;
+    --tests) tests=$2; shift ;;
     --) shift; decode_extra=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -34,7 +44,6 @@ export MT_DATA=${MT_DATA:-$root/../shared/data}
 suffix=$([ $quick = 1 ] && echo _quick || true)
 work=${work:-$root/work/multi30k_smt$suffix}
 bin=${BIN:-$root/.venv/bin}
-cfg=$here/config.yaml
 mkdir -p "$work"
 start=$(date +%s)
 
@@ -43,18 +52,20 @@ echo "== prepare ($work/data)"
 d=$work/data
 t=$work/text
 mkdir -p "$t"
+# text/: SET.en (tokenized source), DEV.fr (tokenized reference, for MERT), SET.ref.fr (raw reference)
 if [ $quick = 1 ]; then
   head -n 2000 "$d/train.tok.en" > "$t/train.en"; head -n 2000 "$d/train.tok.fr" > "$t/train.fr"
-  head -n 40 "$d/val.tok.en" > "$t/val.en"; head -n 40 "$d/val.tok.fr" > "$t/val.fr"
-  for s in test_2016_flickr test_2017_flickr; do
+  head -n 40 "$d/$dev.tok.en" > "$t/$dev.en"; head -n 40 "$d/$dev.tok.fr" > "$t/$dev.fr"
+  head -n 40 "$d/$dev.fr" > "$t/$dev.ref.fr"
+  for s in $tests; do
     head -n 50 "$d/$s.tok.en" > "$t/$s.en"; head -n 50 "$d/$s.fr" > "$t/$s.ref.fr"
   done
   tune_flags=(--nbest 20 --max-iterations "${max_iter:-2}" --restarts 5)
   lm_flags=(--discount-fallback)
 else
   cp "$d/train.tok.en" "$t/train.en"; cp "$d/train.tok.fr" "$t/train.fr"
-  cp "$d/val.tok.en" "$t/val.en"; cp "$d/val.tok.fr" "$t/val.fr"
-  for s in test_2016_flickr test_2017_flickr; do
+  cp "$d/$dev.tok.en" "$t/$dev.en"; cp "$d/$dev.tok.fr" "$t/$dev.fr"; cp "$d/$dev.fr" "$t/$dev.ref.fr"
+  for s in $tests; do
     cp "$d/$s.tok.en" "$t/$s.en"; cp "$d/$s.fr" "$t/$s.ref.fr"
   done
   tune_flags=(--nbest 100 ${max_iter:+--max-iterations "$max_iter"})
@@ -78,12 +89,12 @@ for r in $(seq 1 "$runs"); do
   echo "== MERT run $r (seed $r)"
   tune=$work/tune.$r
   t2=$(date +%s)
-  [ -f "$tune/moses.tuned.ini" ] || "$bin/smt-tune" --config "$work/model/moses.ini" --dev-src "$t/val.en" \
-    --dev-ref "$t/val.fr" --work-dir "$tune" --seed "$r" --threads "$threads" --resume \
+  [ -f "$tune/moses.tuned.ini" ] || "$bin/smt-tune" --config "$work/model/moses.ini" --dev-src "$t/$dev.en" \
+    --dev-ref "$t/$dev.fr" --work-dir "$tune" --seed "$r" --threads "$threads" --resume \
     ${dflags:+--decoder-flags="$dflags"} "${tune_flags[@]}"
   t3=$(date +%s)
   echo "MERT run $r: $((t3 - t2)) s"
-  for s in test_2016_flickr test_2017_flickr; do
+  for s in $dev $tests; do   # the dev set too: the dev column (the tuning set itself)
     [ -f "$tune/$s.scores.json" ] && [ "$tune/$s.scores.json" -nt "$tune/moses.tuned.ini" ] && continue
     "$bin/smt-decode" --config "$tune/moses.tuned.ini" --input "$t/$s.en" --output "$tune/$s.tok.fr" \
       --threads "$threads" --progress false ${decode_extra[@]+"${decode_extra[@]}"}
@@ -93,21 +104,7 @@ for r in $(seq 1 "$runs"); do
 done
 
 echo "== summary over $runs MERT run(s)"
-"$bin/python" - "$work" "$runs" <<'EOF' | tee "$work/scores.md"
-import json, statistics, sys
-from pathlib import Path
-work, runs = Path(sys.argv[1]), int(sys.argv[2])
-print("| test set | BLEU mean ± sd (min–max) | chrF2 mean ± sd | runs |")
-print("|---|---|---|---|")
-sig = None
-for split in ("test_2016_flickr", "test_2017_flickr"):
-    res = [json.loads((work / f"tune.{r}" / f"{split}.scores.json").read_text()) for r in range(1, runs + 1)]
-    bleu, chrf = [x["bleu"] for x in res], [x["chrf"] for x in res]
-    sd = (lambda v: statistics.stdev(v) if len(v) > 1 else 0.0)
-    print(f"| {split} | {statistics.mean(bleu):.2f} ± {sd(bleu):.2f} ({min(bleu):.2f}–{max(bleu):.2f}) | "
-          f"{statistics.mean(chrf):.2f} ± {sd(chrf):.2f} | {len(res)} |")
-    sig = (res[0]["bleu_signature"], res[0]["chrf_signature"])
-print(f"\nBLEU {sig[0]}; chrF {sig[1]}")
-EOF
+"$bin/python" "$here/summarize.py" --runs "$runs" --sets "$dev $tests" --system "Baseline=$work/tune" \
+  | tee "$work/scores.md"
 end=$(date +%s)
 echo "total $((end - start)) s; outputs in $work"

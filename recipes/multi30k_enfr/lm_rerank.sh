@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Target-side neural LMs as log-linear features on Multi30k En→Fr, by n-best reranking:
+#   Baseline and +RNN+WP (rnn_rescore.sh, which runs smt_baseline.sh; both reused if done) → for each MERT
+#   run r: decode val / test_2016_flickr / test_2017_flickr with its tuned weights into N-best lists →
+#   smt-rerank adds ln p(hyp) under the LSTM, RMN and Mogrifier LMs trained on Multi30k French
+#   (recipes/ptb_lm/run.sh --corpus multi30k-fr) and the encoder–decoder's ln p(hyp | source) →
+#   MERT on the val list (seed r, from the run's tuned weights, new features from 0) → reranked 1-best
+#   of the test lists → detokenize → sacreBLEU.
+# Rows: +LSTM-LM, +RMN-LM, +Mogrifier-LM (Baseline's lists + that LM), +all (the +RNN+WP lists + the three
+# LMs + the encoder–decoder).
+#   recipes/multi30k_enfr/lm_rerank.sh [--quick] [--smt-work DIR] [--rnn-work DIR] [--lm-work DIR]
+#                                      [--work DIR] [--encdec DIR] [--mert-runs N] [--threads N] [--nbest N]
+# --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
+# Outputs: WORK/{baseline,rnnwp}.R/*.nbest(.feat.gz), WORK/<row>.R/*, WORK/scores.md, WORK/examples.md,
+#   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+quick=0
+smt=""
+rnn=""
+lmw=""
+work=""
+encdec=""
+runs=3
+threads=2
+nbest=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --smt-work) smt=$2; shift ;;
+    --rnn-work) rnn=$2; shift ;;
+    --lm-work) lmw=$2; shift ;;
+    --work) work=$2; shift ;;
+    --encdec) encdec=$2; shift ;;
+    --mert-runs) runs=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --nbest) nbest=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+export MT_DATA=${MT_DATA:-$root/../shared/data}
+suffix=$([ $quick = 1 ] && echo _quick || true)
+smt=${smt:-$root/work/multi30k_smt$suffix}
+rnn=${rnn:-$root/work/multi30k_rnn$suffix}
+lmw=${lmw:-$root/work/multi30k_fr_lm$suffix}
+work=${work:-$root/work/multi30k_rerank$suffix}
+nbest=${nbest:-$([ $quick = 1 ] && echo 20 || echo 100)}
+bin=${BIN:-$root/.venv/bin}
+mkdir -p "$work/results"
+work=$(cd "$work" && pwd)
+start=$(date +%s)
+qflag=$([ $quick = 1 ] && echo --quick || true)
+models="lstm-1x128 rm+tM-g mogrifier"
+
+echo "== Baseline, +RNN, +RNN+WP (rnn_rescore.sh)"
+bash "$here/rnn_rescore.sh" $qflag --smt-work "$smt" --work "$rnn" --mert-runs "$runs" --threads "$threads"
+encdec=${encdec:-$rnn/phrase_model}
+t=$smt/text
+
+echo "== neural LMs on Multi30k French ($lmw)"
+t0=$(date +%s)
+[ -f "$lmw/table.md" ] || bash "$root/recipes/ptb_lm/run.sh" $qflag --corpus multi30k-fr --models "$models" \
+  --threads "$threads" --work "$lmw"
+echo "language models: $(( $(date +%s) - t0 )) s"
+lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier")
+
+sets="val test_2016_flickr test_2017_flickr"
+for base in baseline rnnwp; do
+  for r in $(seq 1 "$runs"); do
+    ini=$([ $base = baseline ] && echo "$smt/tune.$r/moses.tuned.ini" || echo "$rnn/rnnwp.tune.$r/moses.tuned.ini")
+    d=$work/$base.$r
+    mkdir -p "$d"
+    extra=()
+    [ $base = rnnwp ] && extra=(--encdec "RNN0=$encdec")
+    for s in $sets; do
+      if [ ! -f "$d/$s.nbest.feat.gz" ]; then
+        echo "== $base run $r: $s $nbest-best list and its neural features"
+        "$bin/smt-decode" --config "$ini" --input "$t/$s.en" --output "$d/$s.1best" \
+          --n-best-list "$d/$s.nbest" "$nbest" --threads "$threads" --progress false
+        "$bin/smt-rerank" --nbest "$d/$s.nbest" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
+          "${lm_flags[@]}" ${extra[@]+"${extra[@]}"} --threads "$threads"
+        rm -f "$d/$s.nbest"
+      fi
+    done
+  done
+done
+
+# row: name base dropped-features
+rows=("lstm|+LSTM-LM|baseline|RMN0 MOG0" "rmn|+RMN-LM|baseline|LSTM0 MOG0" "mog|+Mogrifier-LM|baseline|LSTM0 RMN0"
+      "all|+all|rnnwp|")
+for row in "${rows[@]}"; do
+  IFS='|' read -r key name base drop <<< "$row"
+  for r in $(seq 1 "$runs"); do
+    src=$work/$base.$r
+    d=$work/$key.$r
+    mkdir -p "$d"
+    ini=$([ $base = baseline ] && echo "$smt/tune.$r/moses.tuned.ini" || echo "$rnn/rnnwp.tune.$r/moses.tuned.ini")
+    dflag=()
+    [ -n "$drop" ] && dflag=(--drop $drop)
+    if [ ! -f "$d/weights" ]; then
+      echo "== $name run $r: MERT on the val $nbest-best list"
+      "$bin/smt-rerank" --nbest "$src/val.nbest.feat.gz" --src "$t/val.en" ${dflag[@]+"${dflag[@]}"} \
+        --tune --ref "$t/val.fr" --weights "$ini" --weights-out "$d/weights" --seed "$r" \
+        --one-best "$d/val.tok.fr"
+    fi
+    for s in val test_2016_flickr test_2017_flickr; do
+      [ -f "$d/$s.scores.json" ] && [ "$d/$s.scores.json" -nt "$d/weights" ] && continue
+      [ $s = val ] || "$bin/smt-rerank" --nbest "$src/$s.nbest.feat.gz" --src "$t/$s.en" ${dflag[@]+"${dflag[@]}"} \
+        --weights "$d/weights" --one-best "$d/$s.tok.fr"
+      "$bin/nmt-evaluate" --hyp "$d/$s.tok.fr" --detokenize fr --detok-out "$d/$s.fr" --ref "$t/$s.ref.fr" \
+        --name "$name run $r $s" --json "$d/$s.scores.json"
+    done
+  done
+done
+
+echo "== summary over $runs MERT run(s)"
+"$bin/python" "$here/summarize.py" --runs "$runs" --out-json "$work/results" \
+  --system "Baseline=$smt/tune" --system "+RNN=$rnn/rnn.tune" --system "+RNN+WP=$rnn/rnnwp.tune" \
+  --system "+LSTM-LM=$work/lstm" --system "+RMN-LM=$work/rmn" --system "+Mogrifier-LM=$work/mog" \
+  --system "+all=$work/all" | tee "$work/scores.md"
+"$bin/python" "$here/summarize.py" --examples --text "$t" --run 1 --limit 8 \
+  --system "Baseline=$smt/tune" --system "+all=$work/all" > "$work/examples.md"
+echo "total $(( $(date +%s) - start )) s; outputs in $work"

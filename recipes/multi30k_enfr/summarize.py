@@ -1,0 +1,122 @@
+"""BLEU / chrF table over MERT runs, and translation examples, for the Multi30k SMT recipes.
+
+    summarize.py --runs 3 --system Baseline=WORK/tune --system +RNN=WORK/rnn.tune [--out-json DIR]
+    summarize.py --examples --text SMT/text --run 1 --system Baseline=WORK/tune --system +all=WORK/all
+
+A system is ``NAME=PREFIX``: run r's files are in ``PREFIX.r/`` (``SET.scores.json`` as ``nmt-evaluate
+--json`` writes it, ``SET.fr`` the detokenized output). Sets: val, test_2016_flickr, test_2017_flickr,
+those present (``--sets`` for others). Table cells: mean ± sample standard deviation (min–max) over the runs, BLEU and chrF2
+in percent, sacreBLEU on detokenized text. ``--out-json`` writes one ``smt-report`` results file per system.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+SETS = ["val", "test_2016_flickr", "test_2017_flickr"]
+
+
+def _systems(items: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        name, sep, prefix = item.partition("=")
+        if not sep or not name or not prefix:
+            raise SystemExit(f"--system {item!r}: expected NAME=PREFIX")
+        out.append((name, prefix))
+    return out
+
+
+def _cell(values: list[float]) -> str:
+    if not values:
+        return "–"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.2f} ± {sd:.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
+def table(systems: list[tuple[str, str]], runs: int, out_json: Path | None) -> str:
+    records: dict[str, list[dict]] = {}
+    sets_seen: list[str] = []
+    for name, prefix in systems:
+        records[name] = []
+        for r in range(1, runs + 1):
+            for split in SETS:
+                path = Path(f"{prefix}.{r}") / f"{split}.scores.json"
+                if not path.is_file():
+                    continue
+                x = json.loads(path.read_text(encoding="utf-8"))
+                records[name].append({"system": name, "set": split, "run": r, "bleu": x["bleu"], "chrf": x["chrf"],
+                                      "signature": x["bleu_signature"], "chrf_signature": x["chrf_signature"],
+                                      "sentences": x.get("num_sentences")})
+                if split not in sets_seen:
+                    sets_seen.append(split)
+    sets = [s for s in SETS if s in sets_seen]
+    lines: list[str] = []
+    sigs: set[tuple[str, str]] = set()
+    for metric, label in (("bleu", "BLEU"), ("chrf", "chrF2")):
+        lines += [f"| {label} | " + " | ".join(sets) + " | runs |", "|---" * (len(sets) + 2) + "|"]
+        for name, _ in systems:
+            recs = records[name]
+            cells = [_cell([x[metric] for x in recs if x["set"] == s]) for s in sets]
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {len({x['run'] for x in recs})} |")
+            sigs |= {(x["signature"], x["chrf_signature"]) for x in recs}
+        lines.append("")
+    for name, _ in systems:
+        recs = records[name]
+        if out_json is not None and recs:
+            slug = "".join(c if c.isalnum() else "_" for c in name.strip("+")).strip("_").lower() or "system"
+            out_json.mkdir(parents=True, exist_ok=True)
+            (out_json / f"{slug}.json").write_text(json.dumps(recs, indent=1), encoding="utf-8")
+    lines.append("mean ± sample sd (min–max) over MERT runs; sacreBLEU on detokenized output")
+    for bleu_sig, chrf_sig in sorted(sigs):
+        lines.append(f"BLEU {bleu_sig}; chrF {chrf_sig}")
+    return "\n".join(lines) + "\n"
+
+
+def examples(systems: list[tuple[str, str]], text: Path, run: int, split: str, limit: int) -> str:
+    """Sentences where the systems' detokenized outputs differ: source, reference, each system's output."""
+    src = (text / f"{split}.en").read_text(encoding="utf-8").splitlines()
+    ref = (text / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
+    outs = [(name, Path(f"{prefix}.{run}") / f"{split}.fr") for name, prefix in systems]
+    hyps = [(name, p.read_text(encoding="utf-8").splitlines()) for name, p in outs]
+    differ = [i for i in range(len(src)) if len({h[i] for _, h in hyps}) > 1]
+    lines = [f"# {split}, MERT run {run}: {len(differ)} of {len(src)} sentences differ between "
+             + ", ".join(n for n, _ in hyps), ""]
+    for i in differ[:limit]:
+        lines.append(f"**{i + 1}.** source (tokenized): {src[i]}  ")
+        lines.append(f"reference: {ref[i]}  ")
+        for name, h in hyps:
+            lines.append(f"{name}: {h[i]}  ")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--system", action="append", default=[], help="NAME=PREFIX (repeat, in table order)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sets", default=" ".join(SETS), help="set names in column order (space-separated)")
+    ap.add_argument("--out-json", type=Path, help="write DIR/<system>.json result records (smt-report layout)")
+    ap.add_argument("--examples", action="store_true", help="print differing translations instead of the table")
+    ap.add_argument("--text", type=Path, help="the SMT recipe's text/ folder (sources, references)")
+    ap.add_argument("--run", type=int, default=1)
+    ap.add_argument("--set", default="test_2016_flickr")
+    ap.add_argument("--limit", type=int, default=10)
+    args = ap.parse_args(argv)
+    systems = _systems(args.system)
+    SETS[:] = args.sets.split()
+    if not systems:
+        ap.error("give at least one --system")
+    if args.examples:
+        if args.text is None:
+            ap.error("--examples needs --text")
+        sys.stdout.write(examples(systems, args.text, args.run, args.set, args.limit))
+    else:
+        sys.stdout.write(table(systems, args.runs, args.out_json))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Cho et al. (2014) §5.1 at full scale: WMT'14 English→French, for a machine with internet access and a GPU.
+# Documented and dry-run tested only: it has never been run here (no internet, no GPU). docs/wmt14_enfr.md.
+#   recipes/wmt14_enfr/run.sh [--work DIR] [--mert-runs N] [--threads N] [--device cuda|cpu]
+#                             [--select-words N] [--quick] [--dry-run] [--download-only] [--data-only]
+# Stages (each reused when its output exists; WORK defaults to work/wmt14_enfr):
+#   1 download   Europarl v7, Common Crawl, UN, News Commentary v9, 10^9 (giga-fren), dev.tgz, test-full.tgz
+#                from statmt.org into $MT_CACHE/wmt14 (default ~/.cache/rnnsmt/wmt14), NAME.part then renamed;
+#                files already there are skipped. WMT14_URL_BASE=URL fetches BASE/NAME instead (a mirror).
+#   2 extract    the en-fr members → WORK/extract
+#   3 dev/test   newstest2012+2013 (tuning and data selection) and newstest2014 (test): SGML → raw text
+#   4 pool       the five corpora concatenated → WORK/corpus/pool.{en,fr} (+ pool.json: pairs and words)
+#   5 selection  bilingual cross-entropy difference against newstest2012+2013 (select_data.py) down to
+#                --select-words French words (default 348000000: the paper's 348M; 0 = keep the whole pool)
+#   6 prepare    nmt-prepare (config.yaml:prepare: Moses tokenization, 15,000-word vocabularies) → WORK/smt/data
+#   7 baseline   recipes/multi30k_enfr/smt_baseline.sh: eflomal, phrase table, KenLM 5-gram, N MERT runs
+#   8 RNN        nmt-train (config.yaml:train_phrases: cho2014, Adadelta, 64 pairs/update) on the table's
+#                unique pairs, on --device → WORK/rnn/phrase_model
+#   9 rescore    smt-rescore --device: p_rnn(e|f) and WP for every pair of the table
+#  10 MERT       recipes/multi30k_enfr/rnn_rescore.sh --model (+RNN, +RNN+WP; N MERT runs each; scores.md)
+# --dry-run: print every stage and command with resolved paths, download and run nothing, exit 0.
+# --download-only: stop after stage 1. --data-only: stop after stage 6 (e.g. prepare on a CPU machine).
+# --quick: plumbing check on the real data (no selection, the first 20,000 pairs, the `--quick` scale of
+#   smt_baseline.sh / rnn_rescore.sh, config.yaml:train_phrases_quick); its figures mean nothing.
+# --threads: CPU threads/processes for every stage. --device: nmt-train and smt-rescore (default cuda).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+work=""
+runs=3
+threads=2
+device=cuda
+select_words=348000000
+quick=0
+dry=0
+stop=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --work) work=$2; shift ;;
+    --mert-runs) runs=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --device) device=$2; shift ;;
+    --select-words) select_words=$2; shift ;;
+    --quick) quick=1 ;;
+    --dry-run) dry=1 ;;
+    --download-only) stop=download ;;
+    --data-only) stop=data ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+case $device in cpu|cuda|cuda:*) ;; *) echo "--device must be cpu or cuda[:i], not $device" >&2; exit 2 ;; esac
+suffix=$([ $quick = 1 ] && echo _quick || true)
+work=${work:-$root/work/wmt14_enfr$suffix}
+case $work in /*) ;; *) work=$PWD/$work ;; esac
+cache=${MT_CACHE:-$HOME/.cache/rnnsmt}/wmt14
+bin=${BIN:-$root/.venv/bin}
+py=$bin/python
+cfg=$here/config.yaml
+dev=newstest2012-2013
+tests=newstest2014
+ex=$work/extract
+corpus=$work/corpus
+files=$corpus/wmt14_enfr
+smt=$work/smt
+rnn=$work/rnn
+model=$rnn/phrase_model
+table=$rnn/phrase-table.rnn.gz
+qflag=()
+prep_flags=()
+section=train_phrases
+if [ $quick = 1 ]; then
+  qflag=(--quick); prep_flags=(--max-train-pairs 20000); section=train_phrases_quick; select_words=0
+fi
+
+# run CMD...: print it (shell-quoted), then run it unless --dry-run.
+run() { printf '+'; printf ' %q' "$@"; printf '\n'; [ $dry = 1 ] || "$@"; }
+# step MARKER CMD...: run CMD unless MARKER exists (a dry run prints it either way, marked).
+step() {
+  local marker=$1; shift
+  if [ -e "$marker" ]; then
+    echo "  (done: $marker exists; skipped)"
+    if [ $dry = 1 ]; then printf '+'; printf ' %q' "$@"; printf '\n'; fi
+    return 0
+  fi
+  run "$@"
+}
+stage() { echo "== $*"; }
+
+echo "wmt14_enfr: work $work, cache $cache, device $device, $runs MERT run(s), $threads thread(s)$(
+  [ $quick = 1 ] && echo ', QUICK' || true)$([ $dry = 1 ] && echo ', DRY RUN (nothing is downloaded or run)' || true)"
+start=$(date +%s)
+
+stage "1. download the WMT'14 files into $cache"
+printf '+ %q %q download --cache %q\n' "$py" "$here/wmt14.py" "$cache"
+if [ $dry = 1 ]; then "$py" "$here/wmt14.py" download --cache "$cache" --dry-run
+else "$py" "$here/wmt14.py" download --cache "$cache"; fi
+if [ "$stop" = download ]; then echo "wmt14_enfr: --download-only: done"; exit 0; fi
+
+if [ $dry = 0 ] && [ "$device" != cpu ] && [ "$stop" != data ] && \
+   ! "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+  echo "wmt14_enfr: --device $device but torch sees no CUDA device; use --device cpu (slow) or --data-only" >&2
+  exit 1
+fi
+[ $dry = 1 ] || mkdir -p "$work"
+
+stage "2. extract the en-fr members into $ex"
+run "$py" "$here/wmt14.py" extract --cache "$cache" --out "$ex"
+
+stage "3. tuning set ($dev) and test set ($tests): SGML → raw text in $files"
+run "$py" "$here/wmt14.py" sgm --out "$files/$dev.en" "$ex"/dev/newstest201{2,3}-src.en.sgm
+run "$py" "$here/wmt14.py" sgm --out "$files/$dev.fr" "$ex"/dev/newstest201{2,3}-ref.fr.sgm
+run "$py" "$here/wmt14.py" sgm --out "$files/$tests.en" "$ex/test-full/newstest2014-fren-src.en.sgm"
+run "$py" "$here/wmt14.py" sgm --out "$files/$tests.fr" "$ex/test-full/newstest2014-fren-ref.fr.sgm"
+
+stage "4. concatenate the five parallel corpora → $corpus/pool.{en,fr}"
+run "$py" "$here/wmt14.py" concat --extract "$ex" --out-dir "$corpus"
+
+if [ "$select_words" -gt 0 ]; then
+  stage "5. data selection (bilingual cross-entropy difference vs $dev) down to $select_words French words"
+  run "$py" "$here/select_data.py" --pool-src "$corpus/pool.en" --pool-tgt "$corpus/pool.fr" \
+    --in-src "$files/$dev.en" --in-tgt "$files/$dev.fr" --out-src "$files/train.en" --out-tgt "$files/train.fr" \
+    --work "$work/select" --words "$select_words" --count-side tgt --processes "$threads"
+else
+  stage "5. no data selection: the whole pool is the training set"
+  run ln -sfn ../pool.en "$files/train.en"
+  run ln -sfn ../pool.fr "$files/train.fr"
+fi
+
+stage "6. prepare (config.yaml:prepare) → $smt/data"
+if [ $dry = 0 ] && [ -f "$smt/data/prepare.json" ] && [ "$files/train.en" -nt "$smt/data/prepare.json" ]; then
+  echo "wmt14_enfr: $files/train.en is newer than $smt/data/prepare.json (other selection settings?);" \
+    "the later stages would reuse outputs of the old data: use a new --work" >&2
+  exit 1
+fi
+step "$smt/data/prepare.json" "$py" "$here/wmt14.py" prepare --config "$cfg" --corpus-root "$corpus" \
+  --out-dir "$smt/data" ${prep_flags[@]+"${prep_flags[@]}"}
+if [ "$stop" = data ]; then echo "wmt14_enfr: --data-only: prepared data in $smt/data"; exit 0; fi
+
+stage "7. phrase-based baseline ($smt)"
+run bash "$root/recipes/multi30k_enfr/smt_baseline.sh" ${qflag[@]+"${qflag[@]}"} --work "$smt" --mert-runs "$runs" \
+  --threads "$threads" --config "$cfg" --dev "$dev" --tests "$tests"
+
+stage "8. RNN Encoder–Decoder on the phrase table's unique pairs (config.yaml:$section, $device) → $model"
+step "$model/train.done" "$bin/nmt-train" --config "$cfg:$section" --device "$device" --data-dir "$smt/data" \
+  --dev-src "$smt/data/$dev.tok.en" --dev-tgt "$smt/data/$dev.tok.fr" \
+  --phrase-table "$smt/model/phrase-table.gz" --out-dir "$model" --threads "$threads" --resume
+step "$model/train.done" touch "$model/train.done"
+
+stage "9. smt-rescore ($device): p_rnn(e|f) and WP for every pair of the table → $table"
+step "$table.moses.ini" "$bin/smt-rescore" --table "$smt/model/phrase-table.gz" --model "$model" --output "$table" \
+  --wp-column --resume --threads "$threads" --moses-ini "$smt/model/moses.ini" --device "$device"
+
+stage "10. +RNN and +RNN+WP: MERT, decoding, BLEU (rnn_rescore.sh reuses stages 7-9)"
+run bash "$root/recipes/multi30k_enfr/rnn_rescore.sh" ${qflag[@]+"${qflag[@]}"} --config "$cfg" --dev "$dev" \
+  --tests "$tests" --smt-work "$smt" --work "$rnn" --model "$model" --mert-runs "$runs" --threads "$threads"
+
+if [ $dry = 1 ]; then echo "wmt14_enfr: dry run done (nothing was downloaded or run)"; exit 0; fi
+echo "wmt14_enfr: total $(( $(date +%s) - start )) s; table in $rnn/scores.md"

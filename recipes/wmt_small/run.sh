@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The paper's setting at toy scale: Europarl v7 excerpt (20,000 pairs) to train, newstest2012 to tune,
+# newstest2013 to test; phrase-based baseline, +RNN and +RNN+WP (the encoder–decoder trained on the
+# phrase table's unique pairs), each tuned with N MERT runs; BLEU / chrF (sacreBLEU on detokenized output
+# against the unescaped, detokenized newstest references), mean ± sd.
+#   recipes/wmt_small/run.sh [--quick] [--work DIR] [--mert-runs N] [--threads N] [--vocab K]
+# --vocab: the phrase model's vocabulary per side (default 10000; the excerpt has ~30k word types, so as in
+#   the paper some words stay unknown to the network and WP counts them).
+# The pipeline is recipes/multi30k_enfr/{smt_baseline,rnn_rescore}.sh with this folder's config.yaml.
+# Outputs: WORK/smt (baseline), WORK/rnn (model, rescored table, MERT runs, scores.md). Reruns reuse steps.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+quick=0
+work=""
+runs=3
+threads=2
+vocab=10000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --work) work=$2; shift ;;
+    --mert-runs) runs=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --vocab) vocab=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+suffix=$([ $quick = 1 ] && echo _quick || true)
+work=${work:-$root/work/wmt_small$suffix}
+mkdir -p "$work"
+start=$(date +%s)
+bash "$root/recipes/multi30k_enfr/rnn_rescore.sh" $([ $quick = 1 ] && echo --quick || true) \
+  --config "$here/config.yaml" --dev newstest2012 --tests newstest2013 --smt-work "$work/smt" --work "$work/rnn" \
+  --mert-runs "$runs" --threads "$threads" --vocab "$vocab"
+echo "wmt_small: total $(( $(date +%s) - start )) s; table in $work/rnn/scores.md"

@@ -295,6 +295,25 @@ def attention_section(exp_dir: Path, out_dir: Path, extra: Sequence[Path] = ()) 
     return sec
 
 
+def examples_section(exp_dir: Path) -> Section:
+    """``DIR/examples.json``: sentences where systems differ, ``{"title": …, "examples": [{"id": 12, "source": …,
+    "reference": …, "outputs": {"Baseline": …, "+all": …}}, …]}`` (``recipes/multi30k_enfr/summarize.py
+    --examples --json``)."""
+    sec = Section("Translation examples")
+    path = exp_dir / "examples.json"
+    if not path.is_file():
+        sec.notes.append("No examples.json: section omitted.")
+        return sec
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows: list[list[str]] = []
+    for ex in data.get("examples", []):
+        rows.append([str(ex.get("id", "")), "source", ex.get("source", "")])
+        rows.append(["", "reference", ex.get("reference", "")])
+        rows += [["", name, text] for name, text in ex.get("outputs", {}).items()]
+    sec.tables.append(Table(data.get("title", "Examples"), ["#", "", "text"], rows))
+    return sec
+
+
 def figures_section(exp_dir: Path, out_dir: Path) -> Section:
     """``DIR/figures/*.png`` copied beside the report, in name order."""
     import shutil
@@ -528,8 +547,8 @@ def build_report(exp_dir: str | Path, out_dir: str | Path, *, title: str | None 
             att_notes.append(f"RMN attention not computed: {err}")
     att = attention_section(exp, out, extra_att)
     att.notes.extend(att_notes)
-    sections = [bleu_section(exp), perplexity_section(exp), curves_section(exp, out), att, figures_section(exp, out),
-                phrase_map_section(out, phrase_model, phrases, projection)]
+    sections = [bleu_section(exp), examples_section(exp), perplexity_section(exp), curves_section(exp, out), att,
+                figures_section(exp, out), phrase_map_section(out, phrase_model, phrases, projection)]
     title = title or f"Experiment report: {exp.resolve().name}"
     paths = {"md": out / "report.md", "html": out / "report.html"}
     with atomic_write(paths["md"]) as fh:

@@ -83,6 +83,20 @@ def test_report_from_fake_experiment(tmp_path: Path) -> None:
     for name in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):
         assert (out / name).is_file()
     assert "No phrase map" in md
+    assert "No examples.json" in md
+
+
+def test_examples_section_lists_each_system(tmp_path: Path) -> None:
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "examples.json").write_text(json.dumps({"title": "test, run 1", "examples": [
+        {"id": 7, "source": "a dog .", "reference": "Un chien.", "outputs": {"Baseline": "Un chat.",
+                                                                             "+all": "Un chien."}}]}),
+        encoding="utf-8")
+    paths = REP.build_report(exp, tmp_path / "out")
+    md = paths["md"].read_text(encoding="utf-8")
+    assert "## Translation examples" in md and "| 7 | source | a dog . |" in md and "|  | +all | Un chien. |" in md
+    assert "<td>+all</td><td>Un chien.</td>" in paths["html"].read_text(encoding="utf-8")
 
 
 def test_report_of_an_empty_folder_has_notes(tmp_path: Path) -> None:

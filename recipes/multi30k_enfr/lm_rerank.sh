@@ -121,5 +121,5 @@ echo "== summary over $runs MERT run(s)"
   --system "+LSTM-LM=$work/lstm" --system "+RMN-LM=$work/rmn" --system "+Mogrifier-LM=$work/mog" \
   --system "+all=$work/all" | tee "$work/scores.md"
 "$bin/python" "$here/summarize.py" --examples --text "$t" --run 1 --limit 8 \
-  --system "Baseline=$smt/tune" --system "+all=$work/all" > "$work/examples.md"
+  --system "Baseline=$smt/tune" --system "+all=$work/all" --json "$work/examples.json" > "$work/examples.md"
 echo "total $(( $(date +%s) - start )) s; outputs in $work"

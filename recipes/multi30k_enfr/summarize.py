@@ -75,8 +75,10 @@ def table(systems: list[tuple[str, str]], runs: int, out_json: Path | None) -> s
     return "\n".join(lines) + "\n"
 
 
-def examples(systems: list[tuple[str, str]], text: Path, run: int, split: str, limit: int) -> str:
-    """Sentences where the systems' detokenized outputs differ: source, reference, each system's output."""
+def examples(systems: list[tuple[str, str]], text: Path, run: int, split: str, limit: int,
+             json_out: Path | None = None) -> str:
+    """Sentences where the systems' detokenized outputs differ: source, reference, each system's output
+    (Markdown; with ``json_out`` also the ``smt-report`` examples.json)."""
     src = (text / f"{split}.en").read_text(encoding="utf-8").splitlines()
     ref = (text / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
     outs = [(name, Path(f"{prefix}.{run}") / f"{split}.fr") for name, prefix in systems]
@@ -84,6 +86,11 @@ def examples(systems: list[tuple[str, str]], text: Path, run: int, split: str, l
     differ = [i for i in range(len(src)) if len({h[i] for _, h in hyps}) > 1]
     lines = [f"# {split}, MERT run {run}: {len(differ)} of {len(src)} sentences differ between "
              + ", ".join(n for n, _ in hyps), ""]
+    if json_out is not None:
+        data = {"title": lines[0].lstrip("# "),
+                "examples": [{"id": i + 1, "source": src[i], "reference": ref[i],
+                              "outputs": {name: h[i] for name, h in hyps}} for i in differ[:limit]]}
+        json_out.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
     for i in differ[:limit]:
         lines.append(f"**{i + 1}.** source (tokenized): {src[i]}  ")
         lines.append(f"reference: {ref[i]}  ")
@@ -104,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", type=int, default=1)
     ap.add_argument("--set", default="test_2016_flickr")
     ap.add_argument("--limit", type=int, default=10)
+    ap.add_argument("--json", type=Path, help="with --examples: also write them as smt-report's examples.json")
     args = ap.parse_args(argv)
     systems = _systems(args.system)
     SETS[:] = args.sets.split()
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.examples:
         if args.text is None:
             ap.error("--examples needs --text")
-        sys.stdout.write(examples(systems, args.text, args.run, args.set, args.limit))
+        sys.stdout.write(examples(systems, args.text, args.run, args.set, args.limit, args.json))
     else:
         sys.stdout.write(table(systems, args.runs, args.out_json))
     return 0

@@ -62,7 +62,7 @@ with open(sys.argv[2], "w", encoding="utf-8") as out:
     out.writelines(f"{p}\n" for p, _ in counts.most_common(int(sys.argv[3])))
 PY
 head -n 3 "$work/smt/text/val.fr" > "$in/attention_sentences.txt"
-cp "$work/rerank/scores.md" "$work/rerank/examples.md" "$in/" 2>/dev/null || true
+cp "$work/rerank/examples.json" "$in/"
 "$bin/smt-report" --experiment-dir "$in" --out "$work/report" --title "Multi30k En→Fr: RNN Encoder–Decoder and neural LM features" \
   --phrase-model "$work/rnn/phrase_model" --phrases "$in/phrases.txt" --projection tsne \
   --rmn-model "$work/lm/rm+tM-g" --attention-sentences "$in/attention_sentences.txt"

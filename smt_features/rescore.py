@@ -554,8 +554,9 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
         ini_out = write_rescored_ini(cfg.moses_ini, cfg.output, len(columns), cfg.moses_ini_out)
         log.info("decoder configuration for %s: %s", cfg.output, ini_out)
     log.info("%d pairs written (%d scored in this run, %.0f pairs/s over %.1f s); %d bad line(s) skipped; "
-             "columns appended: %s", stats.pairs, stats.pairs_this_run, stats.pairs_this_run / max(stats.seconds, 1e-9),
-             stats.seconds, stats.skipped, ", ".join(columns))
+             "columns appended: %s; peak RSS %.0f MiB", stats.pairs, stats.pairs_this_run,
+             stats.pairs_this_run / max(stats.seconds, 1e-9), stats.seconds, stats.skipped, ", ".join(columns),
+             _peak_rss_mib())
     log.info("words unknown to the network, scored as <unk>: %d source + %d target tokens, in %d of %d pairs",
              stats.src_unk, stats.tgt_unk, stats.unk_pairs, stats.pairs)
     if stats.clamped or stats.clamped_reverse:
@@ -740,11 +741,19 @@ def _assemble(paths: dict[str, Path], chunks: list, gz: bool, stats: RescoreStat
     shutil.rmtree(parts)
 
 
+def _peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (MiB; worker processes not included)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def _write_summary(cfg: RescoreConfig, paths: dict[str, Path], stats: RescoreStats, columns: list[str],
                    settings: dict) -> None:
     summary = {"config": asdict(cfg), "settings": settings, "columns_appended": columns,
                "stats": {k: v for k, v in asdict(stats).items() if k != "skipped_lines"},
                "pairs_per_second_this_run": stats.pairs_this_run / max(stats.seconds, 1e-9),
+               "peak_rss_mib": _peak_rss_mib(),
                "units": "probabilities in [floor, 1]; WP = exp(-unknown words)"}
     with atomic_write(paths["summary"]) as fh:
         json.dump(summary, fh, indent=1)

@@ -124,6 +124,7 @@ def test_columns_match_pair_scorer_and_bytes_are_kept(setup, tmp_path: Path) -> 
     summary = _run(setup["table"], setup["fwd"], out, reverse_model=str(setup["rev"]), wp_column=True, window=17,
                    chunk_lines=34, max_tokens=40)
     assert summary["columns_appended"] == ["p_rnn(e|f)", "p_rnn(f|e)", "WP=exp(-unk)"]
+    assert 10 < summary["peak_rss_mib"] < 100_000   # MiB of this process, the model included
     orig = _lines(setup["table"])
     got = _lines(out)
     assert len(got) == len(orig) and got[-1] == b"" and orig[-1] == b""

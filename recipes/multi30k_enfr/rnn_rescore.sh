@@ -9,6 +9,7 @@
 #   recipes/multi30k_enfr/rnn_rescore.sh [--quick] [--smt-work DIR] [--work DIR] [--model DIR]
 #                                        [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
 #                                        [--vocab K] [--device D] [--config FILE] [--dev SPLIT] [--tests "A B"]
+#                                        [--dev-lines N]
 # --config/--dev/--tests: as smt_baseline.sh (another corpus; recipes/wmt_small/run.sh); the train_phrases
 #   sections are read from the same config.
 # --vocab K: the phrase model's vocabularies are the K most frequent words per side (default 3000; Multi30k's
@@ -36,6 +37,7 @@ device=cpu
 cfg=$here/config.yaml
 dev=val
 tests="test_2016_flickr test_2017_flickr"
+dev_lines=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
     --config) cfg=$2; shift ;;
     --dev) dev=$2; shift ;;
     --tests) tests=$2; shift ;;
+    --dev-lines) dev_lines=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -67,7 +70,7 @@ qflag=$([ $quick = 1 ] && echo --quick || true)
 
 echo "== phrase-based baseline ($smt)"
 bash "$here/smt_baseline.sh" $qflag --work "$smt" --mert-runs "$runs" --threads "$threads" --config "$cfg" \
-  --dev "$dev" --tests "$tests"
+  --dev "$dev" --tests "$tests" ${dev_lines:+--dev-lines "$dev_lines"}
 t=$smt/text
 if [ $quick = 1 ]; then
   tune_flags=(--nbest 20 --max-iterations 2 --restarts 5)

@@ -6,7 +6,8 @@
 # with each tuned system → detokenize → sacreBLEU BLEU / chrF, mean ± spread.
 #   recipes/multi30k_enfr/smt_baseline.sh [--quick] [--work DIR] [--mert-runs N] [--threads N]
 #                                         [--max-iterations N] [--config FILE] [--dev SPLIT] [--tests "A B"]
-#                                         [-- extra smt-decode flags for MERT and test]
+#                                         [--dev-lines N] [-- extra smt-decode flags for MERT and test]
+# --dev-lines N: tune (and report the dev column) on the first N dev sentences only (a CPU budget).
 # --config: the YAML whose `prepare` section nmt-prepare reads (default: config.yaml beside this script);
 #   --dev / --tests name its dev and test splits as prepared (default val / test_2016_flickr test_2017_flickr).
 #   recipes/wmt_small/run.sh uses this for Europarl + newstest2012/2013.
@@ -24,6 +25,7 @@ max_iter=""
 cfg=$here/config.yaml
 dev=val
 tests="test_2016_flickr test_2017_flickr"
+dev_lines=""
 decode_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,6 +37,7 @@ while [ $# -gt 0 ]; do
     --config) cfg=$2; shift ;;
     --dev) dev=$2; shift ;;
     --tests) tests=$2; shift ;;
+    --dev-lines) dev_lines=$2; shift ;;
     --) shift; decode_extra=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -64,7 +67,9 @@ if [ $quick = 1 ]; then
   lm_flags=(--discount-fallback)
 else
   cp "$d/train.tok.en" "$t/train.en"; cp "$d/train.tok.fr" "$t/train.fr"
-  cp "$d/$dev.tok.en" "$t/$dev.en"; cp "$d/$dev.tok.fr" "$t/$dev.fr"; cp "$d/$dev.fr" "$t/$dev.ref.fr"
+  n=${dev_lines:-$(wc -l < "$d/$dev.tok.en")}
+  head -n "$n" "$d/$dev.tok.en" > "$t/$dev.en"; head -n "$n" "$d/$dev.tok.fr" > "$t/$dev.fr"
+  head -n "$n" "$d/$dev.fr" > "$t/$dev.ref.fr"
   for s in $tests; do
     cp "$d/$s.tok.en" "$t/$s.en"; cp "$d/$s.fr" "$t/$s.ref.fr"
   done

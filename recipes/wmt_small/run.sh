@@ -3,7 +3,9 @@
 # newstest2013 to test; phrase-based baseline, +RNN and +RNN+WP (the encoder–decoder trained on the
 # phrase table's unique pairs), each tuned with N MERT runs; BLEU / chrF (sacreBLEU on detokenized output
 # against the unescaped, detokenized newstest references), mean ± sd.
-#   recipes/wmt_small/run.sh [--quick] [--work DIR] [--mert-runs N] [--threads N] [--vocab K]
+#   recipes/wmt_small/run.sh [--quick] [--work DIR] [--mert-runs N] [--threads N] [--vocab K] [--dev-lines N]
+# --dev-lines: MERT tunes on the first N sentences of newstest2012 (default 1000 of 3,003: a CPU budget;
+#   0 = all).
 # --vocab: the phrase model's vocabulary per side (default 10000; the excerpt has ~30k word types, so as in
 #   the paper some words stay unknown to the network and WP counts them).
 # The pipeline is recipes/multi30k_enfr/{smt_baseline,rnn_rescore}.sh with this folder's config.yaml.
@@ -16,6 +18,7 @@ work=""
 runs=3
 threads=2
 vocab=10000
+dev_lines=1000
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -23,6 +26,7 @@ while [ $# -gt 0 ]; do
     --mert-runs) runs=$2; shift ;;
     --threads) threads=$2; shift ;;
     --vocab) vocab=$2; shift ;;
+    --dev-lines) dev_lines=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -33,5 +37,5 @@ mkdir -p "$work"
 start=$(date +%s)
 bash "$root/recipes/multi30k_enfr/rnn_rescore.sh" $([ $quick = 1 ] && echo --quick || true) \
   --config "$here/config.yaml" --dev newstest2012 --tests newstest2013 --smt-work "$work/smt" --work "$work/rnn" \
-  --mert-runs "$runs" --threads "$threads" --vocab "$vocab"
+  --mert-runs "$runs" --threads "$threads" --vocab "$vocab" $([ "$dev_lines" != 0 ] && echo --dev-lines "$dev_lines")
 echo "wmt_small: total $(( $(date +%s) - start )) s; table in $work/rnn/scores.md"

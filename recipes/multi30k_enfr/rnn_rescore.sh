@@ -9,7 +9,8 @@
 #   recipes/multi30k_enfr/rnn_rescore.sh [--quick] [--smt-work DIR] [--work DIR] [--model DIR]
 #                                        [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
 #                                        [--vocab K] [--device D] [--config FILE] [--dev SPLIT] [--tests "A B"]
-#                                        [--dev-lines N]
+#                                        [--dev-lines N] [--tune-flags "..."]
+# --dev-lines / --tune-flags: passed to smt_baseline.sh and used for this script's MERT runs too.
 # --config/--dev/--tests: as smt_baseline.sh (another corpus; recipes/wmt_small/run.sh); the train_phrases
 #   sections are read from the same config.
 # --vocab K: the phrase model's vocabularies are the K most frequent words per side (default 3000; Multi30k's
@@ -38,6 +39,7 @@ cfg=$here/config.yaml
 dev=val
 tests="test_2016_flickr test_2017_flickr"
 dev_lines=""
+tune_extra=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -54,6 +56,7 @@ while [ $# -gt 0 ]; do
     --dev) dev=$2; shift ;;
     --tests) tests=$2; shift ;;
     --dev-lines) dev_lines=$2; shift ;;
+    --tune-flags) tune_extra=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -70,7 +73,8 @@ qflag=$([ $quick = 1 ] && echo --quick || true)
 
 echo "== phrase-based baseline ($smt)"
 bash "$here/smt_baseline.sh" $qflag --work "$smt" --mert-runs "$runs" --threads "$threads" --config "$cfg" \
-  --dev "$dev" --tests "$tests" ${dev_lines:+--dev-lines "$dev_lines"}
+  --dev "$dev" --tests "$tests" ${dev_lines:+--dev-lines "$dev_lines"} \
+  ${tune_extra:+--tune-flags "$tune_extra"}
 t=$smt/text
 if [ $quick = 1 ]; then
   tune_flags=(--nbest 20 --max-iterations 2 --restarts 5)
@@ -123,7 +127,7 @@ for sys in $systems; do
     t2=$(date +%s)
     [ -f "$tune/moses.tuned.ini" ] || "$bin/smt-tune" --config "$work/$sys.moses.ini" --dev-src "$t/$dev.en" \
       --dev-ref "$t/$dev.fr" --work-dir "$tune" --seed "$r" --threads "$threads" --resume \
-      ${fixed[@]+"${fixed[@]}"} "${tune_flags[@]}"
+      ${fixed[@]+"${fixed[@]}"} "${tune_flags[@]}" $tune_extra
     echo "$name MERT run $r: $(( $(date +%s) - t2 )) s"
     for s in $dev $tests; do
       [ -f "$tune/$s.scores.json" ] && [ "$tune/$s.scores.json" -nt "$tune/moses.tuned.ini" ] && continue

@@ -6,7 +6,8 @@
 # with each tuned system → detokenize → sacreBLEU BLEU / chrF, mean ± spread.
 #   recipes/multi30k_enfr/smt_baseline.sh [--quick] [--work DIR] [--mert-runs N] [--threads N]
 #                                         [--max-iterations N] [--config FILE] [--dev SPLIT] [--tests "A B"]
-#                                         [--dev-lines N] [-- extra smt-decode flags for MERT and test]
+#                                         [--dev-lines N] [--tune-flags "..."] [-- extra smt-decode flags for MERT and test]
+# --tune-flags "...": extra smt-tune flags (e.g. "--ranges LM0:0..1 --clip-to-ranges --nbest 50").
 # --dev-lines N: tune (and report the dev column) on the first N dev sentences only (a CPU budget).
 # --config: the YAML whose `prepare` section nmt-prepare reads (default: config.yaml beside this script);
 #   --dev / --tests name its dev and test splits as prepared (default val / test_2016_flickr test_2017_flickr).
@@ -26,6 +27,7 @@ cfg=$here/config.yaml
 dev=val
 tests="test_2016_flickr test_2017_flickr"
 dev_lines=""
+tune_extra=""
 decode_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
     --dev) dev=$2; shift ;;
     --tests) tests=$2; shift ;;
     --dev-lines) dev_lines=$2; shift ;;
+    --tune-flags) tune_extra=$2; shift ;;
     --) shift; decode_extra=("$@"); break ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -96,7 +99,7 @@ for r in $(seq 1 "$runs"); do
   t2=$(date +%s)
   [ -f "$tune/moses.tuned.ini" ] || "$bin/smt-tune" --config "$work/model/moses.ini" --dev-src "$t/$dev.en" \
     --dev-ref "$t/$dev.fr" --work-dir "$tune" --seed "$r" --threads "$threads" --resume \
-    ${dflags:+--decoder-flags="$dflags"} "${tune_flags[@]}"
+    ${dflags:+--decoder-flags="$dflags"} "${tune_flags[@]}" $tune_extra
   t3=$(date +%s)
   echo "MERT run $r: $((t3 - t2)) s"
   for s in $dev $tests; do   # the dev set too: the dev column (the tuning set itself)

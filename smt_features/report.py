@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -495,13 +496,22 @@ CSS = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;pa
 table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #bbb;padding:.25em .6em;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#eee}figure{margin:1em 0}
 img{max-width:100%}figcaption{font-size:.9em;color:#555}.note{color:#666;font-size:.9em}
-code{background:#f4f4f4;padding:0 .2em}"""
+code{background:#f4f4f4;padding:0 .2em}td.t{text-align:left}"""
 
 
 def _html_text(text: str) -> str:
     # backquoted pieces (signatures) as <code>
     parts = html.escape(text).split("`")
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+_NUMERIC = re.compile(r"^[-+0-9.,%±()–= n]*$")
+
+
+def _html_cell(text: str) -> str:
+    """A table cell: figures right-aligned (the CSS default), text left-aligned."""
+    cls = "" if _NUMERIC.match(text) else ' class="t"'
+    return f"<td{cls}>{html.escape(text)}</td>"
 
 
 def render_html(title: str, sections: Sequence[Section]) -> str:
@@ -512,7 +522,7 @@ def render_html(title: str, sections: Sequence[Section]) -> str:
         for t in sec.tables:
             out.append(f"<table><caption>{html.escape(t.title)}</caption><thead><tr>"
                        + "".join(f"<th>{html.escape(h)}</th>" for h in t.header) + "</tr></thead><tbody>")
-            out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in t.rows]
+            out += ["<tr>" + "".join(_html_cell(c) for c in row) + "</tr>" for row in t.rows]
             out.append("</tbody></table>")
         for f in sec.figures:
             out.append(f'<figure><img src="{html.escape(f.file)}" alt="{html.escape(f.title)}">'

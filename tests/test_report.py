@@ -96,7 +96,7 @@ def test_examples_section_lists_each_system(tmp_path: Path) -> None:
     paths = REP.build_report(exp, tmp_path / "out")
     md = paths["md"].read_text(encoding="utf-8")
     assert "## Translation examples" in md and "| 7 | source | a dog . |" in md and "|  | +all | Un chien. |" in md
-    assert "<td>+all</td><td>Un chien.</td>" in paths["html"].read_text(encoding="utf-8")
+    assert "<td class=\"t\">+all</td><td class=\"t\">Un chien.</td>" in paths["html"].read_text(encoding="utf-8")
 
 
 def test_report_of_an_empty_folder_has_notes(tmp_path: Path) -> None:

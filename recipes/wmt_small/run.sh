@@ -37,6 +37,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+[ $quick = 1 ] && tune_flags=${tune_flags% --nbest 50 --max-iterations 6}  # quick: smt_baseline.sh's own sizes
 suffix=$([ $quick = 1 ] && echo _quick || true)
 work=${work:-$root/work/wmt_small$suffix}
 mkdir -p "$work"

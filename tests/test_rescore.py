@@ -364,8 +364,15 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
     assert launch_main(["--shards", "3", "--output", str(merged), "--dry-run", "--", *args]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 4 and "--shard 2/3" in printed[2] and printed[3].startswith("cat ")
-    assert launch_main(["--shards", "3", "--output", str(merged), "--", *args]) == 0
+    from smt_features.moses_ini import default_config, read_moses_ini
+
+    ini = tmp_path / "moses.ini"
+    default_config(str(setup["table"]), "lm.binary").write(ini)
+    assert launch_main(["--shards", "3", "--output", str(merged), "--", *args, "--moses-ini", str(ini)]) == 0
     assert merged.read_bytes() == single.read_bytes()
+    merged_ini = read_moses_ini(f"{merged}.moses.ini")          # written once, after the merge, for the whole table
+    assert merged_ini.feature("TranslationModel0").get("num-features") == "6"
+    assert merged_ini.feature("TranslationModel0").get("path") == str(merged.resolve())
     assert not part_path(merged, 0, 3).exists()                  # parts removed after the merge
     # a failing shard: clear error naming it, finished shards kept for the re-run
     bad = tmp_path / "bad.gz"

@@ -48,8 +48,10 @@ lmw=${lmw:-$root/work/multi30k_fr_lm$suffix}
 work=${work:-$root/work/multi30k_rerank$suffix}
 nbest=${nbest:-$([ $quick = 1 ] && echo 20 || echo 100)}
 bin=${BIN:-$root/.venv/bin}
-mkdir -p "$work/results"
+mkdir -p "$work/results" "$smt" "$rnn"
 work=$(cd "$work" && pwd)
+smt=$(cd "$smt" && pwd)
+rnn=$(cd "$rnn" && pwd)
 start=$(date +%s)
 qflag=$([ $quick = 1 ] && echo --quick || true)
 models="lstm-1x128 rm+tM-g mogrifier"

@@ -66,8 +66,9 @@ suffix=$([ $quick = 1 ] && echo _quick || true)
 smt=${smt:-$root/work/multi30k_smt$suffix}
 work=${work:-$root/work/multi30k_rnn$suffix}
 bin=${BIN:-$root/.venv/bin}
-mkdir -p "$work/results"
+mkdir -p "$work/results" "$smt"
 work=$(cd "$work" && pwd)
+smt=$(cd "$smt" && pwd)   # absolute: smt-tune --resume compares the paths it was started with
 start=$(date +%s)
 qflag=$([ $quick = 1 ] && echo --quick || true)
 

@@ -489,6 +489,12 @@ def _check_models(fwd, rev) -> None:
                     "target->source on the same data")
 
 
+def appended_columns(cfg: RescoreConfig) -> list[str]:
+    """Names of the scores ``cfg`` appends to every line, in order."""
+    return ["p_rnn(e|f)"] + (["p_rnn(f|e)"] if cfg.reverse_model else []) + (["WP=exp(-unk)"] if cfg.wp_column
+                                                                             else [])
+
+
 def rescore_table(cfg: RescoreConfig) -> RescoreStats:
     """Rescore ``cfg.table`` into ``cfg.output`` (see the module docstring); returns the counts."""
     t_start = time.perf_counter()
@@ -513,8 +519,7 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
     scorer = None
     if cfg.processes > 1:  # start the workers (and their model loading) first, while the table is counted
         scorer = _PoolScorer(replace(spec, threads=max(1, cfg.threads // cfg.processes)), cfg.processes)
-    columns = ["p_rnn(e|f)"] + (["p_rnn(f|e)"] if cfg.reverse_model else []) + (["WP=exp(-unk)"] if cfg.wp_column
-                                                                                 else [])
+    columns = appended_columns(cfg)
     try:
         total = count_lines(cfg.table)
         plan = make_plan(total, cfg.window, cfg.chunk_lines, shard)

@@ -112,13 +112,12 @@ def _write_ini(args: list[str], output: str) -> None:
     """With ``--moses-ini`` among the shard options, write the merged table's decoder configuration
     (the shards themselves do not)."""
     from nmt import config as nmt_config
-    from smt_features.rescore import RescoreConfig, write_rescored_ini
+    from smt_features.rescore import RescoreConfig, appended_columns, write_rescored_ini
 
     cfg = nmt_config.parse(RescoreConfig, [*args, "--output", output])
     if cfg.moses_ini:
-        columns = 1 + bool(cfg.reverse_model) + bool(cfg.wp_column)
-        print(f"decoder configuration: {write_rescored_ini(cfg.moses_ini, output, columns, cfg.moses_ini_out)}",
-              file=sys.stderr)
+        path = write_rescored_ini(cfg.moses_ini, output, len(appended_columns(cfg)), cfg.moses_ini_out)
+        print(f"decoder configuration: {path}", file=sys.stderr)
 
 
 def cli_main(argv: list[str] | None = None) -> int:

@@ -14,9 +14,10 @@ import argparse
 import json
 import statistics
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-SETS = ["val", "test_2016_flickr", "test_2017_flickr"]
+SETS = ("val", "test_2016_flickr", "test_2017_flickr")
 
 
 def _systems(items: list[str]) -> list[tuple[str, str]]:
@@ -36,13 +37,14 @@ def _cell(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {sd:.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
-def table(systems: list[tuple[str, str]], runs: int, out_json: Path | None) -> str:
+def table(systems: list[tuple[str, str]], runs: int, out_json: Path | None, set_names: Sequence[str] = SETS
+          ) -> str:
     records: dict[str, list[dict]] = {}
     sets_seen: list[str] = []
     for name, prefix in systems:
         records[name] = []
         for r in range(1, runs + 1):
-            for split in SETS:
+            for split in set_names:
                 path = Path(f"{prefix}.{r}") / f"{split}.scores.json"
                 if not path.is_file():
                     continue
@@ -52,7 +54,7 @@ def table(systems: list[tuple[str, str]], runs: int, out_json: Path | None) -> s
                                       "sentences": x.get("num_sentences")})
                 if split not in sets_seen:
                     sets_seen.append(split)
-    sets = [s for s in SETS if s in sets_seen]
+    sets = [s for s in set_names if s in sets_seen]
     lines: list[str] = []
     sigs: set[tuple[str, str]] = set()
     for metric, label in (("bleu", "BLEU"), ("chrf", "chrF2")):
@@ -114,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="with --examples: also write them as smt-report's examples.json")
     args = ap.parse_args(argv)
     systems = _systems(args.system)
-    SETS[:] = args.sets.split()
     if not systems:
         ap.error("give at least one --system")
     if args.examples:
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--examples needs --text")
         sys.stdout.write(examples(systems, args.text, args.run, args.set, args.limit, args.json))
     else:
-        sys.stdout.write(table(systems, args.runs, args.out_json))
+        sys.stdout.write(table(systems, args.runs, args.out_json, args.sets.split()))
     return 0
 
 

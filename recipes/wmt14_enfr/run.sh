@@ -5,7 +5,7 @@
 #                             [--select-words N] [--quick] [--dry-run] [--download-only] [--data-only]
 # Stages (each reused when its output exists; WORK defaults to work/wmt14_enfr):
 #   1 download   Europarl v7, Common Crawl, UN, News Commentary v9, 10^9 (giga-fren), dev.tgz, test-full.tgz
-#                from statmt.org into $MT_CACHE/wmt14 (default ~/.cache/rnnsmt/wmt14), NAME.part then renamed;
+#                from statmt.org into $MT_CACHE/wmt14 (default ~/.cache/rnnsmt/wmt14), a temp file then renamed;
 #                files already there are skipped. WMT14_URL_BASE=URL fetches BASE/NAME instead (a mirror).
 #   2 extract    the en-fr members → WORK/extract
 #   3 dev/test   newstest2012+2013 (tuning and data selection) and newstest2014 (test): SGML → raw text

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import re
 import sys
@@ -199,17 +198,13 @@ def select(args: argparse.Namespace) -> dict:
     keep[order[:k]] = True
     threshold = float(scores[order[k - 1]]) if k else None
 
-    parts = [out_src.with_name(out_src.name + ".part"), out_tgt.with_name(out_tgt.name + ".part")]
+    from nmt.data.io import atomic_write
+
     selected = (p for i, p in enumerate(_pairs(args.pool_src, args.pool_tgt)) if keep[i])
-    out_src.parent.mkdir(parents=True, exist_ok=True)
-    out_tgt.parent.mkdir(parents=True, exist_ok=True)
-    with open(parts[0], "w", encoding="utf-8", newline="\n") as fs, \
-            open(parts[1], "w", encoding="utf-8", newline="\n") as ft:
+    with atomic_write(out_src, compress=False) as fs, atomic_write(out_tgt, compress=False) as ft:
         for s, t in selected:
             fs.write(s + "\n")
             ft.write(t + "\n")
-    os.replace(parts[0], out_src)
-    os.replace(parts[1], out_tgt)
     record = {
         "settings": settings,
         "method": "bilingual cross-entropy difference (Axelrod et al. 2011)" if not args.monolingual
@@ -220,9 +215,8 @@ def select(args: argparse.Namespace) -> dict:
         "threshold": threshold, "vocab": {s: len(v) for s, v in vocabs.items()},
         "seconds": round(time.time() - t0, 1),
     }
-    tmp = record_path.with_name(record_path.name + ".part")
-    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, record_path)
+    with atomic_write(record_path) as fh:
+        fh.write(json.dumps(record, indent=2) + "\n")
     print(f"select_data: kept {k:,} of {pool_size:,} pairs, {record['selected_words']['src']:,} / "
           f"{record['selected_words']['tgt']:,} words src / tgt (threshold {threshold}); {record_path}")
     return record

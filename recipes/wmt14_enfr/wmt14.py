@@ -4,7 +4,7 @@
 Subcommands (each prints what it does; ``run.sh --dry-run`` shows the exact calls):
 
   download --cache DIR [--dry-run]       the public WMT'14 files (FILES) into DIR, atomically
-                                         (``NAME.part`` then rename); files already there are skipped.
+                                         (a temp file, then renamed); files already there are skipped.
                                          ``$WMT14_URL_BASE`` replaces every URL by BASE/NAME (a mirror).
   extract --cache DIR --out DIR          the en-fr members (PARALLEL, DEVTEST) of the archives
   sgm --out FILE IN [IN ...]             the <seg> texts of WMT SGML files, entities unescaped,
@@ -31,7 +31,10 @@ import tarfile
 import time
 import urllib.error
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
+
+from nmt.data.io import atomic_write
 
 STATMT = "http://www.statmt.org"
 # file name → URL (statmt.org; the 10^9 corpus is still served from the WMT'10 folder)
@@ -84,29 +87,20 @@ def _fail(cmd: str, msg: str) -> int:
 # --------------------------------------------------------------------------- download
 
 def _fetch(url: str, dest: Path) -> int:
-    """Stream ``url`` into ``dest.part``, check the length, rename to ``dest``; returns the bytes."""
-    part = dest.with_name(dest.name + ".part")
-    part.unlink(missing_ok=True)
+    """Stream ``url`` into ``dest`` (atomically), checking the length; returns the bytes."""
     t0, done = time.time(), 0
     last = t0
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response, open(part, "wb") as out:
-            total = int(response.headers.get("Content-Length") or 0)
-            while block := response.read(CHUNK):
-                out.write(block)
-                done += len(block)
-                if time.time() - last > 30:
-                    last = time.time()
-                    pct = f" ({100 * done / total:.0f}%)" if total else ""
-                    print(f"  {dest.name}: {done / 1e6:,.0f} MB{pct}", file=sys.stderr, flush=True)
-            out.flush()
-            os.fsync(out.fileno())
+    with urllib.request.urlopen(url, timeout=60) as response, atomic_write(dest, "wb", compress=False) as out:
+        total = int(response.headers.get("Content-Length") or 0)
+        while block := response.read(CHUNK):
+            out.write(block)
+            done += len(block)
+            if time.time() - last > 30:
+                last = time.time()
+                pct = f" ({100 * done / total:.0f}%)" if total else ""
+                print(f"  {dest.name}: {done / 1e6:,.0f} MB{pct}", file=sys.stderr, flush=True)
         if total and done != total:
             raise OSError(f"truncated: {done} of {total} bytes")
-        os.replace(part, dest)
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
     _say(f"{dest.name}: {done / 1e6:,.1f} MB in {time.time() - t0:.0f} s")
     return done
 
@@ -171,14 +165,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
                 if name not in todo or not info.isfile():
                     continue
                 dest = out / name
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                part = dest.with_name(dest.name + ".part")
                 src = tar.extractfile(info)
                 assert src is not None
-                with src, open(part, "wb") as fh:
+                with src, atomic_write(dest, "wb", compress=False) as fh:
                     while block := src.read(CHUNK):
                         fh.write(block)
-                os.replace(part, dest)
                 todo.discard(name)
                 _say(f"{archive}: {name} ({info.size / 1e6:,.1f} MB)")
                 if not todo:
@@ -220,10 +211,8 @@ def cmd_sgm(args: argparse.Namespace) -> int:
             return _fail("sgm", f"{name}: empty segment(s) {empty[:10]} (dev/test sets must have no empty lines)")
         lines += segs
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    part = out.with_name(out.name + ".part")
-    part.write_text("".join(s + "\n" for s in lines), encoding="utf-8")
-    os.replace(part, out)
+    with atomic_write(out, compress=False) as fh:
+        fh.write("".join(s + "\n" for s in lines))
     _say(f"{out}: {len(lines)} segments from {len(args.inputs)} file(s)")
     return 0
 
@@ -241,13 +230,12 @@ def cmd_concat(args: argparse.Namespace) -> int:
     if stats_path.is_file() and (out / "pool.en").is_file() and (out / "pool.fr").is_file():
         _say(f"{stats_path} present, skipped")
         return 0
-    out.mkdir(parents=True, exist_ok=True)
-    parts = {lang: out / f"pool.{lang}.part" for lang in ("en", "fr")}
     stats: dict[str, dict[str, int]] = {}
     t0 = time.time()
     try:
-        with open(parts["en"], "w", encoding="utf-8", newline="\n") as out_en, \
-                open(parts["fr"], "w", encoding="utf-8", newline="\n") as out_fr:
+        with ExitStack() as stack:  # both sides are committed together, or neither
+            out_en = stack.enter_context(atomic_write(out / "pool.en", compress=False))
+            out_fr = stack.enter_context(atomic_write(out / "pool.fr", compress=False))
             for corpus, (_, en_member, fr_member) in PARALLEL.items():
                 en_path, fr_path = extract / en_member, extract / fr_member
                 for p in (en_path, fr_path):
@@ -276,18 +264,13 @@ def cmd_concat(args: argparse.Namespace) -> int:
                                  "words_en": words_en, "words_fr": words_fr}
                 _say(f"{corpus}: {kept:,} pairs ({n - kept:,} with an empty side dropped), "
                      f"{words_en:,} / {words_fr:,} words en / fr")
-        for lang, part in parts.items():
-            os.replace(part, out / f"pool.{lang}")
     except (OSError, ValueError) as err:
-        for part in parts.values():
-            part.unlink(missing_ok=True)
         return _fail("concat", str(err))
     total = {k: sum(s[k] for s in stats.values()) for k in ("pairs", "kept", "words_en", "words_fr")}
     record = {"corpora": stats, "total": total, "seconds": round(time.time() - t0, 1),
               "words": "whitespace-separated tokens of the raw text"}
-    part = stats_path.with_name(stats_path.name + ".part")
-    part.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    os.replace(part, stats_path)
+    with atomic_write(stats_path) as fh:
+        fh.write(json.dumps(record, indent=2) + "\n")
     _say(f"pool: {total['kept']:,} pairs, {total['words_en']:,} / {total['words_fr']:,} words en / fr")
     return 0
 

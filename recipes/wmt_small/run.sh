@@ -23,7 +23,7 @@ runs=3
 threads=2
 vocab=10000
 dev_lines=1000
-tune_flags="--ranges LM0:0..1 TranslationModel0:0..1 Distortion0:0..1 --clip-to-ranges --nbest 50 --max-iterations 6"
+tune_flags=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -37,7 +37,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ $quick = 1 ] && tune_flags=${tune_flags% --nbest 50 --max-iterations 6}  # quick: smt_baseline.sh's own sizes
+if [ -z "$tune_flags" ]; then  # the default; --quick keeps smt_baseline.sh's own n-best size and iterations
+  tune_flags="--ranges LM0:0..1 TranslationModel0:0..1 Distortion0:0..1 --clip-to-ranges"
+  [ $quick = 1 ] || tune_flags+=" --nbest 50 --max-iterations 6"
+fi
 suffix=$([ $quick = 1 ] && echo _quick || true)
 work=${work:-$root/work/wmt_small$suffix}
 mkdir -p "$work"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -95,3 +96,77 @@ def test_beam_one_is_greedy(toy_data) -> None:
         prev = logp.argmax(-1)
         greedy.append(int(prev))
     assert greedy[:-1] == hyps[0].tokens or greedy == hyps[0].tokens
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _hand_gated_step(x_proj: np.ndarray, h: np.ndarray, U_zr: np.ndarray, U: np.ndarray, hidden: int) -> np.ndarray:
+    """Eq. 5–8 in numpy: ``x_proj`` = [W_z x (+C_z c); W_r x (+C_r c); W x (+C c)] with biases."""
+    H = hidden
+    z = _sigmoid(x_proj[:H] + U_zr[:H] @ h)                 # update gate
+    r = _sigmoid(x_proj[H:2 * H] + U_zr[H:] @ h)            # reset gate
+    cand = np.tanh(x_proj[2 * H:] + U @ (r * h))             # reset before U (eq. 8)
+    return z * h + (1 - z) * cand
+
+
+def test_decoder_matches_hand_computed_cho_equations() -> None:
+    """Cho et al. (2014) appendix A.1, decoder side, recomputed by hand in numpy from the model's own
+    parameters (every one drawn at random, biases included, so no term can hide behind a zero):
+    c = tanh(V h_N), s0 = h'_0 = tanh(V' c); gates and candidate read e(y_{i-1}), h'_{i-1} and C_z c,
+    C_r c, C c; s'_i = O_h h'_i + O_y e(y_{i-1}) + O_c c, maxout over consecutive pairs, then
+    softmax(G_l (G_r s)). Compared with decode_step (beam search's path) and the teacher-forced
+    decode / pair_log_probs (training's path)."""
+    E, H, K, P, R, V_src, V_tgt = 3, 4, 3, 2, 2, 7, 6
+    torch.manual_seed(0)
+    model = build_model(GRUEncDecConfig(emb_dim=E, hidden_dim=H, maxout_units=K, maxout_pool=P, output_rank=R),
+                        V_src, V_tgt).double().eval()
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.8)
+    w = {name: p.detach().numpy().copy() for name, p in model.named_parameters()}
+
+    src = [5, 4, 6, 3]                          # ... EOS
+    tgt_in = [2, 4, 5, 3]                       # BOS y1 y2 y3
+    tgt_out = [4, 5, 3, 5]
+    # encoder (eq. 5-8) and c = tanh(V h_N)
+    h = np.zeros(H)
+    for tok in src:
+        x = w["src_embed.weight"][tok]
+        h = _hand_gated_step(w["encoder.W.weight"] @ x + w["encoder.W.bias"], h,
+                             w["encoder.unit.U_zr.weight"], w["encoder.unit.U.weight"], H)
+    c = np.tanh(w["summary.weight"] @ h + w["summary.bias"])
+    s = np.tanh(w["dec_init.weight"] @ c + w["dec_init.bias"])          # s0 = tanh(V' c)
+    C_zrc = w["context_proj.weight"] @ c                                  # [C_z c; C_r c; C c]
+    O_c_c = w["out_c.weight"] @ c
+    hand_logp, hand_states = [], []
+    for prev in tgt_in:
+        e = w["tgt_embed.weight"][prev]                                   # e(y_{i-1})
+        s = _hand_gated_step(w["decoder.W.weight"] @ e + w["decoder.W.bias"] + C_zrc, s,
+                             w["decoder.unit.U_zr.weight"], w["decoder.unit.U.weight"], H)
+        pre = w["out_h.weight"] @ s + w["out_h.bias"] + w["out_y.weight"] @ e + O_c_c    # 2K values
+        maxout = np.array([max(pre[2 * i], pre[2 * i + 1]) for i in range(K)])            # pairs
+        logits = w["out_vocab.weight"] @ (w["out_rank.weight"] @ maxout) + w["out_vocab.bias"]
+        logits = logits - logits.max()
+        hand_logp.append(logits - np.log(np.exp(logits).sum()))
+        hand_states.append(s)
+    hand_logp = np.stack(hand_logp)
+
+    src_t, tgt_t = torch.tensor([src]), torch.tensor([tgt_in])
+    with torch.no_grad():
+        c_model = model.encode(src_t)
+        np.testing.assert_allclose(c_model[0].numpy(), c, rtol=1e-10, atol=1e-12)
+        h_model = model.init_decoder(c_model)
+        np.testing.assert_allclose(h_model[0].numpy(),
+                                   np.tanh(w["dec_init.weight"] @ c + w["dec_init.bias"]), rtol=1e-10, atol=1e-12)
+        for i, prev in enumerate(tgt_in):                  # beam search's one-step path
+            logp, h_model = model.decode_step(torch.tensor([prev]), h_model, c_model)
+            np.testing.assert_allclose(h_model[0].numpy(), hand_states[i], rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(logp[0].numpy(), hand_logp[i], rtol=1e-9, atol=1e-10)
+        forced = torch.log_softmax(model(src_t, tgt_t), -1)[0].numpy()   # training's path
+        np.testing.assert_allclose(forced, hand_logp, rtol=1e-9, atol=1e-10)
+        pair = model.pair_log_probs(src_t, tgt_t, torch.tensor([tgt_out]))
+    assert float(pair[0]) == pytest.approx(sum(hand_logp[i, t] for i, t in enumerate(tgt_out)), rel=1e-10)
+    assert np.ptp(hand_logp) > 0.5       # the distributions are far from uniform: the check has teeth

@@ -26,6 +26,7 @@ from typing import Sequence
 
 from nmt import config as nmt_config
 from nmt.config import field
+from nmt.errors import command
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +151,7 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
     return stats
 
 
+@command("smt-decode")
 def cli_main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -160,14 +162,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         parser.error("--threads must be >= 1")
     spec = _nbest_spec(cfg.n_best_list, parser)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from nmt.data.io import DataError
-    from smt_features.fast_search import CompiledSearchUnavailable
-
-    try:
-        run(cfg, spec)
-    except (DataError, FileNotFoundError, ValueError, CompiledSearchUnavailable) as err:
-        print(f"smt-decode: error: {err}", file=sys.stderr)
-        return 1
+    run(cfg, spec)
     return 0
 
 

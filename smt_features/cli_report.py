@@ -10,6 +10,7 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from nmt import config as C
+from nmt.errors import command
 
 
 @dataclass
@@ -29,6 +30,7 @@ class ReportConfig:
     screenshot_size: str = C.field("1280,3200", help="browser window WIDTH,HEIGHT in pixels for --screenshot")
 
 
+@command("smt-report")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(ReportConfig, argv, description=__doc__)
     if not cfg.experiment_dir or not cfg.out:

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 
 from nmt import config as C
+from nmt.errors import command
 
 
 @dataclass
@@ -139,6 +140,7 @@ def run(cfg: RerankConfig) -> dict:
     return summary
 
 
+@command("smt-rerank")
 def cli_main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _check_repeats(argv)

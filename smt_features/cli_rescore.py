@@ -17,8 +17,10 @@ import sys
 from nmt import config as nmt_config
 
 from smt_features.rescore import RescoreConfig, rescore_table
+from nmt.errors import command
 
 
+@command("smt-rescore")
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-rescore``."""
     # torch is imported later (lazily): idle OpenMP threads then sleep instead of spinning, which matters

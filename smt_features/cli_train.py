@@ -30,6 +30,7 @@ from smt_features.align import (SYMMETRIZATIONS, EflomalOptions, eflomal_align, 
 from smt_features.moses_ini import default_config
 from smt_features.phrase_table import check_phrase_table
 from smt_features.phrases import DEFAULT_MAX_PHRASE_LENGTH, build_phrase_table
+from nmt.errors import command
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
     return times
 
 
+@command("smt-train-phrases")
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-train-phrases``."""
     cfg = nmt_config.parse(TrainPhrasesConfig, argv, description=__doc__.splitlines()[0])

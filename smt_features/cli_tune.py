@@ -69,6 +69,7 @@ from nmt.config import field
 from nmt.data.io import DataError, atomic_write, read_lines
 from smt_features.bleu_stats import bleu_from_stats
 from smt_features.mert import MertOptions, NBestPool, layout_names, mert, normalise_l1
+from nmt.errors import command
 
 log = logging.getLogger("smt_features.tune")
 
@@ -413,6 +414,7 @@ def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple
 
 # =============================================================================== entry point
 
+@command("smt-tune")
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-tune``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

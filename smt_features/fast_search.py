@@ -32,6 +32,8 @@ import logging
 import time
 from pathlib import Path
 
+from nmt.errors import UsageError
+
 from smt_features.decoder import (
     H_ARCS, H_COV, H_SCORE, O_FUT, O_LMW, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult,
 )
@@ -47,7 +49,7 @@ STAT_KEYS = ("expanded", "created", "recombined", "discarded", "pruned", "lm_mis
 _FOUND, _NO_HYPOTHESIS, _EMPTY_FINALS = 0, 1, 2
 
 
-class CompiledSearchUnavailable(RuntimeError):
+class CompiledSearchUnavailable(UsageError):
     """``search='compiled'`` was asked for but the extension is not built (or is stale)."""
 
 

@@ -27,6 +27,7 @@ from nmt import config as nmt_config
 from nmt.config import field
 from nmt.data.io import write_output, iter_lines
 from smt_features.phrase_table import DIRECT_PHRASE_PROB, load_phrase_table
+from nmt.errors import command
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,7 @@ def inspect_phrases(cfg: InspectConfig) -> str:
     return "\n".join(out)
 
 
+@command("smt-inspect-phrases")
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-inspect-phrases``."""
     cfg = nmt_config.parse(InspectConfig, argv, description=__doc__.splitlines()[0])

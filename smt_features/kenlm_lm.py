@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Iterable, Iterator, NamedTuple, Sequence
 
 from smt_features.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexity, split_words
+from nmt.errors import command
 
 log = logging.getLogger(__name__)
 
@@ -413,6 +414,7 @@ def _sidecar(model_path: Path) -> Path:
     return model_path.with_name(stem + ".config.yaml")
 
 
+@command("smt-kenlm")
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``smt-kenlm train|eval``: estimate (text → ARPA → binary) or evaluate a KenLM model."""
     import argparse

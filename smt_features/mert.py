@@ -201,7 +201,7 @@ class NBestPool:
 
     def add_entry(self, entry: Any, where: str = "n-best") -> bool:
         """Add an :class:`smt_features.nbest.NBestEntry` (anything with ``sent_id``, ``tokens``, ``features``)."""
-        self._check_layout(_layout_of(entry.features), f"{where}: line {getattr(entry, 'line_no', '?')}")
+        self._check_layout(_layout_of(entry.features), f"{where}:{getattr(entry, 'line_no', '?')}")
         values = [v for _, vals in entry.features for v in vals]
         return self.add(entry.sent_id, entry.tokens, values)
 

@@ -67,7 +67,7 @@ _WEIGHT_NAME = re.compile(r"^(\S+)=$")
 
 
 class MosesIniError(DataError):
-    """A malformed moses.ini line: ``"<file>: line <n>: <message>"``."""
+    """A malformed moses.ini line: ``"<file>:<n>: <message>"``."""
 
 
 @dataclass

@@ -36,7 +36,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from nmt.data.io import atomic_write
+from nmt.data.io import DataError, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,11 @@ GZIP_LEVEL = 6
 MAX_LOGGED_SKIPS = 10
 
 
-class PhraseTableError(ValueError):
+class PhraseTableError(DataError):
     """A malformed phrase-table line; the message names the file and the 1-based line."""
 
     def __init__(self, path: PathLike, line: int, message: str) -> None:
-        self.path = str(path)
-        self.line = line
-        self.detail = message
-        super().__init__(f"{self.path}: line {line}: {message}")
+        super().__init__(path, line, message)
 
     def __reduce__(self):  # picklable across processes
         return (type(self), (self.path, self.line, self.detail))

@@ -397,7 +397,7 @@ def format_window(window: Window, result: dict[str, Any], cfg: RescoreConfig) ->
         values = result.get(key)
         if values is not None and np.isnan(values).any():
             line_no = window.line_nos[int(np.flatnonzero(np.isnan(values))[0])]
-            raise ValueError(f"{cfg.table}: line {line_no}: the {'reverse ' if key[0] == 'r' else ''}model scored "
+            raise ValueError(f"{cfg.table}:{line_no}: the {'reverse ' if key[0] == 'r' else ''}model scored "
                              "NaN (a broken checkpoint?)")
     p = np.exp(result["log_prob"])
     stats["clamped"] = int((p < floor).sum())

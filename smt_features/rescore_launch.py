@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from nmt.data.io import atomic_write
+from nmt.errors import command
 
 FORBIDDEN = ("--output", "--shard")
 
@@ -120,6 +121,7 @@ def _write_ini(args: list[str], output: str) -> None:
         print(f"decoder configuration: {path}", file=sys.stderr)
 
 
+@command("smt-rescore-sharded")
 def cli_main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" in argv:

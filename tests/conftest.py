@@ -68,3 +68,15 @@ def assert_same_checkpoint(a: Path, b: Path) -> None:
         for key in va:
             assert torch.equal(va[key], vb[key]), (ka, key)
     assert sa["optimizer"]["param_groups"][0]["lr"] == sb["optimizer"]["param_groups"][0]["lr"]
+
+
+def refused(capsys, match: str | None, status: int) -> bool:
+    """A command refused its input the toolkit's way: exit status 2, ``match`` (a regex) on stderr, no
+    traceback. Use as ``assert refused(capsys, "line 3", main([...]))``."""
+    import re
+
+    err = capsys.readouterr().err
+    assert status == 2, f"exit status {status}, stderr: {err[-2000:]}"
+    assert "Traceback" not in err, err[-2000:]
+    assert match is None or re.search(match, err), f"{match!r} not in stderr: {err[-2000:]}"
+    return True

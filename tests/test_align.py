@@ -84,7 +84,7 @@ def test_pharaoh_io(tmp_path):
     write_alignments(path, [[(0, 0)], [], [(1, 2), (0, 1)]])
     assert path.read_text() == "0-0\n\n1-2 0-1\n"
     assert read_alignments(path, [(1, 1), (1, 1), (2, 3)]) == [[(0, 0)], [], [(1, 2), (0, 1)]]
-    with pytest.raises(DataError, match="line 3"):
+    with pytest.raises(DataError, match=":3:"):
         read_alignments(path, [(1, 1), (1, 1), (2, 2)])
     with pytest.raises(DataError):
         read_alignments(path, [(1, 1), (1, 1)])

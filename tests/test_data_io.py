@@ -21,7 +21,7 @@ def test_non_utf8_byte_names_file_line_and_offset(tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         read_lines(path)
     message = str(info.value)
-    assert str(path) in message and "line 3" in message
+    assert str(path) in message and ":3:" in message
     assert "\\xff" in message and "offset 19" in message
     assert info.value.line == 3
 
@@ -29,18 +29,18 @@ def test_non_utf8_byte_names_file_line_and_offset(tmp_path: Path) -> None:
 def test_non_utf8_in_gzip_reports_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.txt.gz"
     path.write_bytes(gzip.compress("é\n".encode() + b"\xc3\x28\n"))
-    with pytest.raises(DataError, match=r"line 2"):
+    with pytest.raises(DataError, match=r":2:"):
         read_lines(path)
 
 
 def test_empty_and_blank_lines(tmp_path: Path) -> None:
     path = write_bytes(tmp_path / "e.txt", b"one\n \t\nthree\n")
-    with pytest.raises(DataError, match=rf"{path}: line 2: empty line"):
+    with pytest.raises(DataError, match=rf"{path}:2: empty line"):
         read_lines(path)
     assert read_lines(path, allow_empty=True) == ["one", " \t", "three"]
     streamed = iter_lines(path)
     assert next(streamed) == "one"
-    with pytest.raises(DataError, match="line 2"):
+    with pytest.raises(DataError, match=":2:"):
         next(streamed)
 
 
@@ -59,7 +59,7 @@ def test_parallel_length_mismatch_names_both_files(tmp_path: Path) -> None:
         read_parallel(src, tgt)
     message = str(info.value)
     assert f"{src} has 4 lines" in message and f"{tgt} has 2 lines" in message
-    assert "line 3" in message
+    assert ":3:" in message
     # the other way round, streaming: the aligned pairs come first, then the error
     pairs = iter_parallel(tgt, src)
     assert next(pairs) == ("A", "a") and next(pairs) == ("B", "b")
@@ -70,7 +70,7 @@ def test_parallel_length_mismatch_names_both_files(tmp_path: Path) -> None:
 def test_parallel_empty_line_names_the_side(tmp_path: Path) -> None:
     src = write_bytes(tmp_path / "y.en", b"a\nb\n")
     tgt = write_bytes(tmp_path / "y.fr", b"A\n\n")
-    with pytest.raises(DataError, match=rf"{tgt}: line 2: empty"):
+    with pytest.raises(DataError, match=rf"{tgt}:2: empty"):
         read_parallel(src, tgt)
     assert read_parallel(src, tgt, allow_empty=True) == [("a", "A"), ("b", "")]
 
@@ -80,7 +80,7 @@ def test_tsv_pairs(tmp_path: Path) -> None:
     assert read_tsv_pairs(path) == [("Hi.", "Salut !"), ("Go.", "Va !")]
     assert read_tsv_pairs(path, src_col=1, tgt_col=0)[0] == ("Salut !", "Hi.")
     bad = write_bytes(tmp_path / "bad.tsv", b"Hi.\tSalut\nno tab here\n")
-    with pytest.raises(DataError, match=r"line 2: expected at least 2"):
+    with pytest.raises(DataError, match=r":2: expected at least 2"):
         read_tsv_pairs(bad)
 
 
@@ -121,7 +121,7 @@ def test_corrupt_gzip_is_a_data_error(tmp_path: Path) -> None:
 
 def test_data_error_pickles() -> None:
     err = pickle.loads(pickle.dumps(DataError("f.txt", 7, "bad")))
-    assert str(err) == "f.txt: line 7: bad" and err.line == 7 and err.path == "f.txt"
+    assert str(err) == "f.txt:7: bad" and err.line == 7 and err.path == "f.txt"
     ready_made = pickle.loads(pickle.dumps(DataError("g.txt: line 2: odd")))
     assert str(ready_made) == "g.txt: line 2: odd" and ready_made.line is None
 

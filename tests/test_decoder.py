@@ -318,8 +318,8 @@ def test_cli_reports_bad_config(tmp_path, capsys):
 
     ini = tmp_path / "moses.ini"
     ini.write_text("[feature]\nKENLM name=LM0 path=nowhere.arpa\n[weight]\nLM0= 1 2\n", encoding="utf-8")
-    assert cli_main(["--config", str(ini), "--input", str(ini), "--progress", "false"]) == 1
-    assert f"{ini}: line 4:" in capsys.readouterr().err
+    assert cli_main(["--config", str(ini), "--input", str(ini), "--progress", "false"]) == 2
+    assert f"{ini}:4:" in capsys.readouterr().err
 
 
 def test_negative_lm_weight_disables_bounds_but_stays_exact():

@@ -110,7 +110,7 @@ def test_search_option_is_validated():
 def test_compiled_without_extension_errors_and_auto_falls_back(monkeypatch, caplog):
     monkeypatch.setattr(fast_search, "load_extension", lambda: (None, "not built (test)"))
     table = PhraseTable.load(DATA / "toy.phrase-table")
-    with pytest.raises(RuntimeError, match="build_search.sh"):
+    with pytest.raises(ValueError, match="build_search.sh"):
         Decoder(toy_features(), DEFAULT_WEIGHTS, table, SearchOptions(search="compiled"))
     with caplog.at_level(logging.INFO, logger="smt_features.fast_search"):
         dec = Decoder(toy_features(), DEFAULT_WEIGHTS, table, SearchOptions(search="auto"))

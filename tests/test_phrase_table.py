@@ -142,7 +142,7 @@ def test_malformed_line_rejected_with_line_number(tmp_path, case):
     err = info.value
     assert isinstance(err, ValueError)
     assert err.line == 3 and err.path == str(path)
-    assert f"{path}: line 3:" in str(err)
+    assert f"{path}:3:" in str(err)
     assert message in str(err)
 
 
@@ -150,7 +150,7 @@ def test_non_utf8_rejected(tmp_path):
     path = tmp_path / "pt.gz"
     with gzip.open(path, "wb") as fh:
         fh.write(GOOD.encode() + b"\n" + b"caf\xe9 ||| x ||| 0.5 0.5 0.5 0.5 ||| 0-0 ||| 1 1 1 ||| |||\n")
-    with pytest.raises(PhraseTableError, match=r"line 2: invalid UTF-8"):
+    with pytest.raises(PhraseTableError, match=r":2: invalid UTF-8"):
         list(iter_phrase_table(path))
 
 
@@ -211,5 +211,5 @@ def test_load_phrase_table_filtered_by_sources(tmp_path):
     path = tmp_path / "pt"
     path.write_text(GOOD + "\n" + "b ||| y ||| 0 abc ||| 9-9 ||| x ||| |||\n", encoding="utf-8")
     assert set(load_phrase_table(path, sources={("a",)})) == {("a",)}
-    with pytest.raises(PhraseTableError, match="line 2"):
+    with pytest.raises(PhraseTableError, match=":2:"):
         load_phrase_table(path)

@@ -290,7 +290,7 @@ def test_cli_reports_bad_input(tmp_path, capsys):
     (tmp_path / "t").write_text("x y\nz\n")
     assert cli_main(["--src", str(tmp_path / "s"), "--tgt", str(tmp_path / "t"),
                      "--out-dir", str(tmp_path / "m")]) == 1
-    assert "line 2" in capsys.readouterr().err
+    assert ":2:" in capsys.readouterr().err
 
 
 def test_fixture_dir_exists():

@@ -73,7 +73,7 @@ def test_prepare_sentencepiece_and_cli(tiny_root: Path, tmp_path: Path) -> None:
 def test_prepare_reports_bad_input(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     val_fr = tiny_root / "multi30k" / "val.fr.gz"
     val_fr.write_bytes(gzip.compress(b"Un chien.\n"))
-    with pytest.raises(DataError, match="val.fr.gz: line 2: .*val.en.gz has 2 lines.*val.fr.gz has 1 lines"):
+    with pytest.raises(DataError, match="val.fr.gz:2: .*val.en.gz has 2 lines.*val.fr.gz has 1 lines"):
         prepare_parallel(PrepareConfig(out_dir=str(tmp_path / "o")))
     train_en = tiny_root / "multi30k" / "train.en.gz"
     train_en.write_bytes(gzip.compress((TINY / "train.en").read_bytes() + b"extra\n"))

@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import refused
 
 from smt_features import rerank as R
 from smt_features.cli_rerank import cli_main as rerank_main
@@ -143,21 +144,17 @@ def test_distinct_hypotheses_scored_once() -> None:
     assert vals["L"] == [-2.0, -1.0, -2.0]
 
 
-def test_ids_out_of_range_and_malformed_lines(tmp_path: Path) -> None:
+def test_ids_out_of_range_and_malformed_lines(tmp_path: Path, capsys) -> None:
     nb, _ = _write(tmp_path)
     short = tmp_path / "short.en"
     short.write_text("s1\ns2\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match=r"in\.nbest.*line 4.*sentence id 2 is out of range"):
-        rerank_main(["--nbest", str(nb), "--src", str(short), "--output", str(tmp_path / "o"),
-                     "--kenlm", f"K0={ARPA}"])
+    assert refused(capsys, r"in\.nbest:4:.*sentence id 2 is out of range", rerank_main(["--nbest", str(nb), "--src", str(short), "--output", str(tmp_path / "o"),
+                     "--kenlm", f"K0={ARPA}"]))
     bad = tmp_path / "bad.nbest"
     bad.write_text("0 ||| a  ||| LM0= -1 ||| -1\n0 ||| a b ||| LM0= x ||| -1\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match=r"bad\.nbest.*line 2"):
-        rerank_main(["--nbest", str(bad), "--output", str(tmp_path / "o"), "--kenlm", f"K0={ARPA}"])
-    with pytest.raises(SystemExit, match="more than once"):
-        rerank_main(["--nbest", str(nb), "--output", "o", "--lm", "A=x", "--lm", "B=y"])
-    with pytest.raises(SystemExit, match="already"):
-        rerank_main(["--nbest", str(nb), "--output", str(tmp_path / "o"), "--kenlm", f"LM0={ARPA}"])
+    assert refused(capsys, r"bad\.nbest:2:", rerank_main(["--nbest", str(bad), "--output", str(tmp_path / "o"), "--kenlm", f"K0={ARPA}"]))
+    assert refused(capsys, "more than once", rerank_main(["--nbest", str(nb), "--output", "o", "--lm", "A=x", "--lm", "B=y"]))
+    assert refused(capsys, "already", rerank_main(["--nbest", str(nb), "--output", str(tmp_path / "o"), "--kenlm", f"LM0={ARPA}"]))
 
 
 def _synthetic(tmp: Path) -> tuple[Path, Path]:
@@ -201,7 +198,7 @@ def test_mert_weights_reorder_the_list(tmp_path: Path) -> None:
                                             rel=1e-5, abs=1e-6)
 
 
-def test_drop_leaves_a_feature_out_of_tuning_and_output(tmp_path: Path) -> None:
+def test_drop_leaves_a_feature_out_of_tuning_and_output(tmp_path: Path, capsys) -> None:
     """--drop GOOD0: the useful feature is gone, so the tuned 1-best is not the reference any more; naming a
     feature the list does not have is an error."""
     nb, ref = _synthetic(tmp_path)
@@ -214,8 +211,7 @@ def test_drop_leaves_a_feature_out_of_tuning_and_output(tmp_path: Path) -> None:
     assert set(R.read_weights(w)) == {"LM0"}
     assert all("GOOD0" not in e.feature_dict() for es in read_nbest(out).values() for e in es)
     assert one.read_text().splitlines() != ref.read_text().splitlines()
-    with pytest.raises(SystemExit, match="cannot drop NOPE0"):
-        rerank_main(["--nbest", str(nb), "--drop", "NOPE0", "--output", str(out)])
+    assert refused(capsys, "cannot drop NOPE0", rerank_main(["--nbest", str(nb), "--drop", "NOPE0", "--output", str(out)]))
 
 
 def test_weights_file_round_trip_and_errors(tmp_path: Path) -> None:
@@ -257,7 +253,7 @@ def test_rmn_and_mogrifier_lms_as_features(arch_flags, models, tmp_path: Path, c
     assert [e.feature_dict()["MEM0"][0] for e in entries] == pytest.approx(ref, abs=1e-5, rel=1e-5)
 
 
-def test_one_best_has_one_line_per_source_line(tmp_path: Path) -> None:
+def test_one_best_has_one_line_per_source_line(tmp_path: Path, capsys) -> None:
     nb, src = _write(tmp_path)
     w = tmp_path / "w"
     w.write_text("LM0= 1\nWordPenalty0= 0\nK0= 0\nUnknownWordPenalty0= 1\n", encoding="utf-8")
@@ -268,8 +264,7 @@ def test_one_best_has_one_line_per_source_line(tmp_path: Path) -> None:
     # id 1 has no hypotheses: an empty line keeps the file aligned with the source
     assert one.read_text(encoding="utf-8").split("\n") == ["t1 t3", "", "t4", ""]
     assert [e.total for es in read_nbest(out).values() for e in es] == [-5, -4, -6, -3, -7, -9]
-    with pytest.raises(SystemExit, match="needs --weights or --tune"):
-        rerank_main(["--nbest", str(nb), "--one-best", str(one)])
+    assert refused(capsys, "needs --weights or --tune", rerank_main(["--nbest", str(nb), "--one-best", str(one)]))
 
 
 def test_console_scripts_exist() -> None:

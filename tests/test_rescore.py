@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import refused
 
 from conftest import make_toy_data
 from smt_features.phrase_table import PhraseTableError, iter_phrase_table, write_phrase_table
@@ -282,7 +283,7 @@ BAD_LINES = {
 def test_malformed_line_stops_with_its_number(setup, tmp_path: Path) -> None:
     path, _ = _bad_table(setup, tmp_path, {9: BAD_LINES[9]})
     out = tmp_path / "o.gz"
-    with pytest.raises(PhraseTableError, match=r"bad\.gz: line 9: expected 7 fields|bad\.gz: line 9: 3 fields"):
+    with pytest.raises(PhraseTableError, match=r"bad\.gz:9: expected 7 fields|bad\.gz:9: 3 fields"):
         _run(path, setup["fwd"], out, window=4, chunk_lines=4)
     assert not out.exists() and not list(tmp_path.glob(".o.gz*"))  # no partial output left
     from smt_features.cli_rescore import cli_main
@@ -294,7 +295,7 @@ def test_malformed_line_stops_with_its_number(setup, tmp_path: Path) -> None:
 @pytest.mark.parametrize("line_no", sorted(BAD_LINES))
 def test_each_kind_of_bad_line_is_reported(setup, tmp_path: Path, line_no: int) -> None:
     path, _ = _bad_table(setup, tmp_path, {line_no: BAD_LINES[line_no]})
-    with pytest.raises(PhraseTableError, match=f"line {line_no}:"):
+    with pytest.raises(PhraseTableError, match=f":{line_no}:"):
         _run(path, setup["fwd"], tmp_path / "o.gz", window=4, chunk_lines=4)
 
 
@@ -379,8 +380,7 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
     rc = launch_main(["--shards", "2", "--output", str(bad), "--keep-parts", "--",
                       "--table", str(tmp_path / "missing.gz"), *args[2:]])
     assert rc == 1 and "shard 0/2 exited" in capsys.readouterr().err and not bad.exists()
-    with pytest.raises(SystemExit):
-        launch_main(["--shards", "2", "--output", str(bad), "--", *args, "--shard", "0/2"])
+    assert refused(capsys, None, launch_main(["--shards", "2", "--output", str(bad), "--", *args, "--shard", "0/2"]))
 
 
 def test_moses_ini_for_the_rescored_table_loads_in_the_decoder(setup, tmp_path: Path) -> None:

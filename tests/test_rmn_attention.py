@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import refused
 import torch
 
 from nmt.analysis.rmn_attention import mean_by_distance, plot_heatmap, sentence_attention
@@ -63,7 +64,7 @@ def test_non_rmn_model_is_refused() -> None:
         sentence_attention(lstm, _sentences(2))
 
 
-def test_cli_writes_the_figures(tmp_path: Path) -> None:
+def test_cli_writes_the_figures(tmp_path: Path, capsys) -> None:
     text = tmp_path / "train.txt"
     text.write_text("\n".join(" ".join(s) for s in _sentences(60, seed=3)) + "\n", encoding="utf-8")
     model = tmp_path / "rm"
@@ -85,8 +86,7 @@ def test_cli_writes_the_figures(tmp_path: Path) -> None:
     loaded = load_language_model(model)
     first = sentence_attention(loaded, [_sentences(60, seed=3)[0]])[0]
     np.testing.assert_allclose(arrays["weights"][:arrays["offsets"][1]], first.weights, atol=1e-6)
-    with pytest.raises(SystemExit, match="--model"):
-        attention_main(["--text", str(text)])
+    assert refused(capsys, "--model", attention_main(["--text", str(text)]))
 
 
 def test_heatmap_png(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from nmt import config as C
 from nmt.data.io import read_lines
 from nmt.evaluate import evaluate
+from nmt.errors import command
 
 
 @dataclass
@@ -22,6 +23,7 @@ class EvaluateConfig:
     json: str | None = C.field(None, help="also write the scores and signatures to this JSON file")
 
 
+@command("nmt-evaluate")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(EvaluateConfig, argv, description=__doc__)
     if not cfg.hyp or not cfg.ref:

@@ -25,6 +25,7 @@ from nmt import config as C
 from nmt.analysis.rmn_attention import mean_by_distance, plot_heatmap, plot_mean_by_distance, sentence_attention
 from nmt.data.io import atomic_write
 from nmt.lm_data import load_language_model, read_sentences
+from nmt.errors import command
 
 
 @dataclass
@@ -49,6 +50,7 @@ def _named(spec: str) -> tuple[str, str]:
     return Path(spec).name, spec
 
 
+@command("nmt-lm-attention")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(LMAttentionConfig, argv, description=__doc__)
     torch.set_num_threads(cfg.threads)

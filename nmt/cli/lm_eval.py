@@ -23,6 +23,7 @@ from nmt.data.io import atomic_write
 from nmt.lm_data import (REGIMES, UNK_NOTE, encode_all, load_language_model, perplexity, read_sentences,
                          token_logprobs)
 from smt_features.perplexity import format_result
+from nmt.errors import command
 
 
 @dataclass
@@ -47,6 +48,7 @@ class LMEvalConfig:
     threads: int = C.field(2, help="torch intra-op threads")
 
 
+@command("nmt-lm-eval")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(LMEvalConfig, argv, description=__doc__)
     torch.set_num_threads(cfg.threads)

@@ -17,6 +17,7 @@ import torch
 from nmt import config as C
 from nmt.data.io import write_output
 from nmt.lm_data import REGIMES, encode_all, load_language_model, read_sentences, token_logprobs
+from nmt.errors import command
 
 
 @dataclass
@@ -34,6 +35,7 @@ class LMScoreConfig:
     threads: int = C.field(2, help="torch intra-op threads")
 
 
+@command("nmt-lm-score")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(LMScoreConfig, argv, description=__doc__)
     if not cfg.text:

@@ -34,6 +34,7 @@ from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.lm_data import LOSS_NORMS, LMDataConfig, build_task, check_word_vocab, read_sentences
 from nmt.models.lm import ARCHITECTURES, resolve
 from nmt.train import SCHEDULES, LoopConfig, OptimConfig, Trainer, scheduled_lr  # noqa: F401 (re-exported)
+from nmt.errors import command
 
 
 @dataclass
@@ -99,6 +100,7 @@ def _vocabulary(data: LMDataConfig, out: Path, resume: bool, write: bool = True)
     return vocab, str(copy), how
 
 
+@command("nmt-lm-train")
 def cli_main(argv: list[str] | None = None) -> int:
     name = _arch_name(argv)
     try:

@@ -11,6 +11,7 @@ from nmt import config as C
 from nmt.data.io import write_output, read_parallel
 from nmt.model_io import load_translation_model
 from nmt.scoring import PairScorer
+from nmt.errors import command
 
 
 @dataclass
@@ -25,6 +26,7 @@ class ScoreConfig:
     threads: int = C.field(2, help="torch threads")
 
 
+@command("nmt-score")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(ScoreConfig, argv, description=__doc__)
     if not cfg.src or not cfg.tgt:

@@ -18,8 +18,10 @@ from nmt.data.io import atomic_write
 from nmt.models.gru_encdec import PRESETS, GRUEncDecConfig, build_model
 from nmt.train import LoopConfig, OptimConfig, Trainer
 from nmt.translation_data import TranslationDataConfig, TranslationTask
+from nmt.errors import command
 
 
+@command("nmt-train")
 def cli_main(argv: list[str] | None = None) -> int:
     classes = [TranslationDataConfig, GRUEncDecConfig, OptimConfig, LoopConfig]
     args, yaml_values = C.parse_args(classes, argv, description=__doc__)

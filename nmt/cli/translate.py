@@ -14,6 +14,7 @@ from nmt.data.tokenize import MosesTokenizer
 from nmt.model_io import load_translation_model
 from nmt.models.gru_encdec import EOS
 from nmt.search import beam_search
+from nmt.errors import command
 
 
 @dataclass
@@ -56,6 +57,7 @@ def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = Tru
     return results
 
 
+@command("nmt-translate")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(TranslateConfig, argv, description=__doc__)
     lines = read_lines(cfg.input if cfg.input != "-" else "/dev/stdin")

@@ -26,7 +26,7 @@ _GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 class DataError(ValueError):
     """Malformed input; the message names the file and the 1-based line.
 
-    ``DataError(path, line, message)`` formats ``"<path>: line <line>: <message>"``;
+    ``DataError(path, line, message)`` formats ``"<path>:<line>: <message>"`` (the compilers' form);
     a single ready-made message of that form is accepted too.
     """
 
@@ -34,7 +34,7 @@ class DataError(ValueError):
         self.path: str | None = str(path) if line is not None else None
         self.line = line
         self.detail = message
-        super().__init__(str(path) if line is None else f"{path}: line {line}: {message}")
+        super().__init__(str(path) if line is None else f"{path}:{line}: {message}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.line is None:

@@ -1,0 +1,28 @@
+"""Faulty versions of a good line-aligned text, shared by the case lists.
+
+Each fault is ``(label, content, line)``: the file's bytes and the 1-based line the message must name
+(``None``: the file alone, e.g. an empty file).
+"""
+from __future__ import annotations
+
+GOOD_SRC = ["s1 s2 s3", "s4 s5", "s6 s7 s8", "s9 s10"]
+GOOD_TGT = ["t1 t2 t3", "t4 t5", "t6 t7 t8", "t9 t10"]
+
+
+def text(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+#: faults of one file of sentences (the other side stays good)
+LINE_FAULTS: list[tuple[str, bytes, int | None]] = [
+    ("non-utf8", text(GOOD_SRC[:2]).encode() + b"s6 \xff\xfe s8\n" + text(GOOD_SRC[3:]).encode(), 3),
+    ("empty-line", text(GOOD_SRC[:1] + [""] + GOOD_SRC[2:]).encode(), 2),
+    ("empty-file", b"", None),
+]
+
+#: text that is unusual but valid: must be read, not refused
+CRLF_BOM = ("\ufeff" + "\r\n".join(GOOD_SRC) + "\r\n").encode("utf-8")
+LONG_LINE = text(GOOD_SRC[:1] + [" ".join(["s1"] * 5000)] + GOOD_SRC[2:])
+
+#: a short side: the aligned file has fewer lines (message names the shorter file at its first missing line)
+SHORT = text(GOOD_TGT[:3])

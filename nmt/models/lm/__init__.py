@@ -54,7 +54,8 @@ def build_config(name: str, **overrides: Any) -> tuple[str, Any]:
 
 def build_lm(arch: str, vocab_size: int, **overrides: Any) -> LanguageModel:
     """Build a language model from an architecture or preset name, e.g.
-    ``build_lm("rmr", 10000, memory_size=10)`` or ``build_lm("rmn-paper-small", 10000)``."""
+    ``build_lm("rmr", 10000, memory_size=10)`` or ``build_lm("rm-paper", 10000)`` (the RMN paper's best LM,
+    RM(+tM−g))."""
     arch, cfg = build_config(arch, **overrides)
     model_cls, _ = ARCHITECTURES[arch]
     return model_cls.from_config(cfg, vocab_size)

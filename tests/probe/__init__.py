@@ -6,7 +6,8 @@ stderr (``FILE`` alone where no line applies), no traceback, no output file left
 input unchanged. ``tests/test_bad_input.py`` runs the cases in-process; ``benchmarks/bad_input_probe.py``
 runs them as the installed console scripts and prints the fault × command table.
 
-Cases live in ``cases_nmt.py`` (``nmt-*`` commands) and ``cases_smt.py`` (``smt-*`` commands).
+Cases live in ``cases_nmt.py`` (``nmt-*`` commands), ``cases_smt_train_decode.py`` (phrase training,
+KenLM, decoding, tuning) and ``cases_smt_neural.py`` (rescoring, reranking, inspection, reports).
 """
 from __future__ import annotations
 
@@ -108,6 +109,7 @@ def judge(case: Case, ws: Workspace, status: int, stderr: str, before: dict[Path
 
 def all_cases() -> list[Case]:
     from .cases_nmt import CASES as NMT
-    from .cases_smt import CASES as SMT
+    from .cases_smt_neural import CASES as SMT_NEURAL
+    from .cases_smt_train_decode import CASES as SMT_TRAIN_DECODE
 
-    return [*NMT, *SMT]
+    return [*NMT, *SMT_TRAIN_DECODE, *SMT_NEURAL]

@@ -547,13 +547,14 @@ class LoadedLM:
 
 
 def load_language_model(path: str | Path, *, which: str = "auto", vocab: str | None = None,
-                        device: str = "cpu") -> LoadedLM:
+                        device: str = "cpu", trust: bool | None = None) -> LoadedLM:
     """Load ``path`` (a checkpoint, or a model folder and ``which``: best, last or auto) in eval mode.
 
     The vocabulary defaults to the model folder's ``vocab.tsv``; one whose
-    fingerprint differs from the checkpoint's is refused."""
+    fingerprint differs from the checkpoint's is refused. ``trust``: see
+    :func:`nmt.checkpoint.load_checkpoint` (default ``$RNNSMT_TRUST_CHECKPOINTS``)."""
     ckpt_path = resolve_checkpoint(path, which)
-    state = load_checkpoint(ckpt_path)
+    state = load_checkpoint(ckpt_path, trust=trust)
     config = state.get("config", {})
     if config.get("task") != "lm":
         raise ValueError(f"{ckpt_path}: not a language-model checkpoint (task {config.get('task')!r})")

@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from nmt.checkpoint import load_checkpoint
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.gru_encdec import GRUEncDecConfig, GRUEncoderDecoder, build_model
@@ -20,14 +19,17 @@ class LoadedModel:
 
 
 def load_translation_model(path: str | Path, *, which: str = "auto", src_vocab: str | None = None,
-                           tgt_vocab: str | None = None, device: str = "cpu") -> LoadedModel:
+                           tgt_vocab: str | None = None, device: str = "cpu",
+                           trust: bool | None = None) -> LoadedModel:
     """Load ``path`` (a checkpoint, or a model folder and ``which``: best, last or auto) in eval mode.
 
     Vocabularies default to the copies in the model folder; any vocabulary whose
-    fingerprint differs from the one recorded at training time is refused.
+    fingerprint differs from the one recorded at training time is refused. ``trust``: see
+    :func:`nmt.checkpoint.load_checkpoint` (an old-format checkpoint loads only when trusted;
+    default ``$RNNSMT_TRUST_CHECKPOINTS``).
     """
     ckpt_path = resolve_checkpoint(path, which)
-    state = load_checkpoint(ckpt_path)
+    state = load_checkpoint(ckpt_path, trust=trust)
     if state.get("config", {}).get("task") != "translation":
         raise ValueError(f"{ckpt_path}: not a translation-model checkpoint")
     cfg = GRUEncDecConfig(**state["config"]["model"])

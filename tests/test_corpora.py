@@ -1,7 +1,11 @@
-"""Corpus registry: local data root, download cache, and the not-found error (no network)."""
+"""Corpus registry: local data root, download cache (only when asked, sha256-checked), the not-found error.
+
+No test touches the network: ``corpora._urlopen`` is replaced."""
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import hashlib
 import io
 import urllib.error
 from pathlib import Path
@@ -59,47 +63,99 @@ def test_default_root_without_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert data_root() == (tmp_path / "shared" / "data").resolve()
 
 
-def test_not_found_names_both_ways(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                   offline: list[str]) -> None:
+@pytest.fixture
+def empty_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("MT_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("MT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(corpora.DOWNLOAD_ENV, raising=False)
+    return tmp_path
+
+
+def test_missing_corpus_is_not_downloaded_unless_asked(empty_dirs: Path, offline: list[str]) -> None:
     with pytest.raises(CorpusNotFound) as info:
         get_split("multi30k", "train")
     message = str(info.value)
     assert "MT_DATA" in message and "multi30k/train.en.gz" in message
-    assert "network access" in message and str(tmp_path / "cache" / "multi30k") in message
-    assert offline and offline[0].endswith("/data/task1/raw/train.en.gz")
+    assert str(empty_dirs / "empty" / "multi30k") in message and str(empty_dirs / "cache" / "multi30k") in message
+    assert "nothing is downloaded unless asked" in message and "--download" in message
+    assert "RNNSMT_DOWNLOAD=1" in message and f"{corpora._MULTI30K_URL}train.en.gz" in message
+    assert offline == []  # no network without the opt-in
     assert isinstance(info.value, FileNotFoundError)
     with pytest.raises(CorpusNotFound, match="no public direct URL is configured for tatoeba"):
-        get_split("tatoeba", "all")
-    assert not (tmp_path / "cache" / "multi30k").exists() or not any((tmp_path / "cache" / "multi30k").iterdir())
+        get_split("tatoeba", "all", allow_download=True)
+    assert offline == []
+
+
+def test_download_failure_keeps_nothing(empty_dirs: Path, offline: list[str], capsys) -> None:
+    with pytest.raises(CorpusNotFound, match="download failed") as info:
+        get_split("multi30k", "train", allow_download=True)
+    assert offline and offline[0].endswith("/data/task1/raw/train.en.gz")
+    assert "network disabled in tests" in str(info.value)
+    assert "downloading multi30k/train.en.gz from https://" in capsys.readouterr().err
+    cache = empty_dirs / "cache" / "multi30k"
+    assert not cache.exists() or not any(cache.iterdir())
 
 
 class FakeResponse(io.BytesIO):
     pass
 
 
-def test_download_into_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("MT_DATA", str(tmp_path / "empty"))
-    monkeypatch.setenv("MT_CACHE", str(tmp_path / "cache"))
+def _fake_multi30k(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Serve made-up multi30k files and register their sha256 (so the download checks pass)."""
     fetched: list[str] = []
+    payload = {name: gzip.compress(f"{name}\n".encode(), mtime=0)
+               for files in corpora.CORPORA["multi30k"].splits.values() for name in files.values()}
+    spec = dataclasses.replace(corpora.CORPORA["multi30k"],
+                               sha256={n: hashlib.sha256(d).hexdigest() for n, d in payload.items()})
+    monkeypatch.setitem(corpora.CORPORA, "multi30k", spec)
 
     def fake_urlopen(url: str) -> FakeResponse:
         fetched.append(url)
-        return FakeResponse(gzip.compress(f"{url.rsplit('/', 1)[1]}\n".encode()))
+        return FakeResponse(payload[url.rsplit("/", 1)[1]])
 
     monkeypatch.setattr(corpora, "_urlopen", fake_urlopen)
-    split = get_split("multi30k", "val")
-    assert split.files["fr"] == tmp_path / "cache" / "multi30k" / "val.fr.gz"
+    return fetched
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_download_into_cache_when_asked(how: str, empty_dirs: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys) -> None:
+    fetched = _fake_multi30k(monkeypatch)
+    if how == "environment":
+        monkeypatch.setenv(corpora.DOWNLOAD_ENV, "1")
+    split = get_split("multi30k", "val", allow_download=True if how == "argument" else None)
+    assert split.files["fr"] == empty_dirs / "cache" / "multi30k" / "val.fr.gz"
     assert len(fetched) == 8
-    get_split("multi30k", "train")  # now all cached: no second download
+    err = capsys.readouterr().err
+    assert f"downloading multi30k/val.fr.gz from {corpora._MULTI30K_URL}val.fr.gz to " in err
+    assert err.count("expected sha256") == 8
+    get_split("multi30k", "train")  # now all cached: no second download, no opt-in needed
     assert len(fetched) == 8
 
 
-def test_download_checksum_mismatch_keeps_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("MT_DATA", str(tmp_path / "empty"))
-    monkeypatch.setenv("MT_CACHE", str(tmp_path / "cache"))
+def test_download_checksum_mismatch_keeps_nothing(empty_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(corpora, "_urlopen", lambda url: FakeResponse(b"not the ptb\n"))
-    with pytest.raises(CorpusNotFound, match="md5"):
-        get_split("ptb", "train")
-    assert not list((tmp_path / "cache").rglob("*.txt"))
+    with pytest.raises(CorpusNotFound, match="sha256 .* differs from the expected"):
+        get_split("ptb", "train", allow_download=True)
+    assert not list((empty_dirs / "cache").rglob("*.txt"))
+
+
+def test_no_checksum_no_download(empty_dirs: Path, monkeypatch: pytest.MonkeyPatch, offline: list[str]) -> None:
+    spec = corpora.CORPORA["ptb"]
+    monkeypatch.setitem(corpora.CORPORA, "ptb", dataclasses.replace(
+        spec, sha256={k: v for k, v in spec.sha256.items() if k != "ptb.test.txt"}))
+    with pytest.raises(CorpusNotFound, match="no sha256 is known for ptb/ptb.test.txt, so it is never downloaded"):
+        get_split("ptb", "train", allow_download=True)
+    assert offline == []  # refused before anything is fetched
+
+
+@pytest.mark.parametrize("corpus", ["multi30k", "ptb"])
+def test_checksums_match_the_shared_files(corpus: str) -> None:
+    spec = corpora.CORPORA[corpus]
+    names = [name for files in spec.splits.values() for name in files.values()]
+    assert set(spec.sha256) == set(names)  # every downloadable file has its sum
+    folder = SHARED / spec.folder
+    if not folder.is_dir():
+        pytest.skip("shared data absent")
+    for name in names:
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == spec.sha256[name], name

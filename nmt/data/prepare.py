@@ -50,6 +50,8 @@ class PrepareConfig:
     max_train_pairs: int | None = field(None, help="use only the first N training pairs (None = all)")
     tokenizer: str = field("moses", help="'moses' (words + vocab.<lang>.tsv) or 'sentencepiece' (sp.<lang>.model)")
     sp_vocab_size: int = field(8000, help="SentencePiece vocabulary size per language")
+    download: bool = field(False, help="download missing corpus files into the cache ($MT_CACHE), sha256-checked "
+                                       "(also RNNSMT_DOWNLOAD=1); off: a missing corpus is an error")
 
 
 def _validate(cfg: PrepareConfig) -> None:
@@ -70,7 +72,7 @@ def _split_name(spec: str) -> str:
 
 def _resolve(cfg: PrepareConfig, spec: str) -> Split:
     corpus, _, split = spec.rpartition(":")
-    return get_split(corpus or cfg.corpus, split)
+    return get_split(corpus or cfg.corpus, split, allow_download=True if cfg.download else None)
 
 
 def iter_split_pairs(split: Split, src_lang: str, tgt_lang: str, *, allow_empty: bool = False) -> Iterator[Pair]:

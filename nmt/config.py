@@ -94,8 +94,21 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     section = None
     if ":" in path and not Path(path).exists():
         path, section = path.rsplit(":", 1)
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh) or {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except yaml.YAMLError as err:  # a malformed file: FILE:LINE: what the parser says
+        from nmt.data.io import DataError
+
+        mark = getattr(err, "problem_mark", None)
+        what = "not valid YAML: " + " ".join(str(getattr(err, "problem", "") or err).split())
+        if mark is None:
+            raise DataError(f"{path}: {what}") from None
+        raise DataError(path, mark.line + 1, what) from None
+    except UnicodeDecodeError as err:
+        from nmt.data.io import DataError
+
+        raise DataError(f"{path}: not UTF-8 text (byte {err.start}): {err.reason}") from None
     if section is not None:
         if not isinstance(data, dict) or section not in data:
             raise ValueError(f"{path}: no section {section!r}")

@@ -1,6 +1,7 @@
 """Where a model folder keeps its checkpoints (torch-free, so smt_features can use it at import)."""
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -18,5 +19,5 @@ def resolve_checkpoint(model: str | Path, which: str = "auto") -> Path:
             raise ValueError(f"checkpoint must be best, last or auto, not {which!r}")
         path = path / f"checkpoint_{which}.pt"
     if not path.exists():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
+        raise FileNotFoundError(errno.ENOENT, "checkpoint not found", str(path))
     return path

@@ -22,6 +22,12 @@ Rows:
 
 The data are synthetic (random ids; no corpus needed on the device machine) so the
 figures are throughput and "does the loss fall" checks, not quality results.
+bf16 (see :mod:`nmt.precision`): on a CPU without oneDNN's bf16 LSTM kernel (no AVX-512 BF16 /
+AMX, e.g. AVX2-only AMD EPYC) the fused LSTM of ``lstm``, ``rm``, ``rmr`` runs its recurrence in
+fp32 inside the bf16 row, and the row's note says so; the header line says which path this
+CPU takes. On a GPU without bf16, ``--amp bf16`` exits with status 2 before any row runs and
+``--amp both`` prints the bf16 rows as ``skipped: <why>``.
+
 ``--device cuda`` without a visible GPU exits with status 2 and a clear message. A row that
 raises is printed as ``FAILED <error>`` (the other rows still run) and the exit status is 1,
 as it is for a non-finite loss or score.
@@ -40,10 +46,11 @@ import torch.nn.functional as F
 from nmt.data.vocab import SPECIALS, Vocabulary
 from nmt.models.gru_encdec import BOS, EOS, PAD, build_model, config_with_preset
 from nmt.models.lm import build_lm, make_lm_batch
+from nmt.precision import AMP_DTYPES as AMP
+from nmt.precision import LSTM_FP32_NOTE, amp_problem, describe_bf16, fallback_count
 from nmt.rescoring_engine import RescoringEngine
 
 LM_ARCHS = ("lstm", "rm", "rmr", "mogrifier")
-AMP = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -159,11 +166,23 @@ def failed_row(row: str, name: str, dev, amp: str, exc: BaseException, unit: str
             "rate": float("nan"), "unit": unit, "loss": float("nan"), "note": f"FAILED {type(exc).__name__}: {msg}"}
 
 
+def skipped_row(row: str, name: str, dev, amp: str, why: str, unit: str) -> dict:
+    return {"row": row, "arch": name, "device": str(dev), "dtype": "fp32" if amp == "none" else amp, "steps": 0,
+            "rate": float("nan"), "unit": unit, "loss": float("nan"), "note": f"skipped: {why}"}
+
+
 def train_rows(name: str, model: torch.nn.Module, loss_fn, make_batch, args, dev, amp: str) -> dict:
+    problem = amp_problem(dev, amp)
+    if problem is not None:
+        return skipped_row("train", name, dev, amp, problem, "tok/s")
+    fallbacks = fallback_count()
     try:
-        return _train_rows(name, model, loss_fn, make_batch, args, dev, amp)
+        row = _train_rows(name, model, loss_fn, make_batch, args, dev, amp)
     except Exception as exc:  # one broken row must not hide the others
         return failed_row("train", name, dev, amp, exc, "tok/s")
+    if fallback_count() > fallbacks:
+        row["note"] += f"; {LSTM_FP32_NOTE}"
+    return row
 
 
 def _train_rows(name: str, model: torch.nn.Module, loss_fn, make_batch, args, dev, amp: str) -> dict:
@@ -220,10 +239,10 @@ def rescore_rows(args, dev) -> list[dict]:
     modes = [m.strip() for m in args.rescore_amp.split(",") if m.strip()]
     for amp in modes:
         label = "fp32" if amp == "none" else amp
-        if amp == "fp16" and dev.type != "cuda":
-            rows.append({"row": "rescore", "arch": "encdec-faithful", "device": str(dev), "dtype": label,
-                         "steps": 0, "rate": float("nan"), "unit": "pairs/s", "loss": float("nan"),
-                         "note": "skipped: fp16 needs CUDA"})
+        problem = amp_problem(dev, amp)
+        if problem is not None:
+            why = "fp16 needs CUDA" if amp == "fp16" and dev.type != "cuda" else problem
+            rows.append(skipped_row("rescore", "encdec-faithful", dev, amp, why, "pairs/s"))
             continue
         try:
             engine = RescoringEngine(model, vocab, vocab, max_tokens=args.max_tokens, device=str(dev), amp=amp)
@@ -274,9 +293,11 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     amps = ["none", "bf16"] if args.amp == "both" else [args.amp]
+    if args.amp == "bf16" and amp_problem(dev, "bf16") is not None:  # asked for bf16 only: stop before any work
+        fail(amp_problem(dev, "bf16"))
     gpu = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     print(f"gpu_check: torch {torch.__version__}, device {dev} ({gpu}), steps {args.steps} "
-          f"(warm-up {args.warmup} untimed), batch {args.batch_size}, vocab {args.vocab}"
+          f"(warm-up {args.warmup} untimed), batch {args.batch_size}, vocab {args.vocab}, {describe_bf16(dev)}"
           + (" [DRY RUN]" if args.dry_run else ""), flush=True)
     rows: list[dict] = []
     V = args.vocab

@@ -38,8 +38,7 @@ import torch
 from torch import Tensor
 
 from nmt.models.gru_encdec import BOS, EOS, UNK, GRUEncoderDecoder
-
-AMP_DTYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+from nmt.precision import AMP_DTYPES, check_amp
 
 
 @dataclass
@@ -107,10 +106,7 @@ class RescoringEngine:
                  word_table_bytes: int = 256 << 20):
         if max_tokens < 1:
             raise ValueError("max_tokens must be positive")
-        if amp not in AMP_DTYPES:
-            raise ValueError(f"unknown amp mode {amp!r}; expected one of {sorted(AMP_DTYPES)}")
-        if amp == "fp16" and not str(device).startswith("cuda"):
-            raise ValueError("--amp fp16 needs a CUDA device (use bf16 on CPU)")
+        check_amp(device, amp)  # UsageError (a ValueError) before any work: fp16 on CPU, bf16 on a GPU without it
         self.model = model.to(device).eval()
         self.src_vocab = src_vocab
         self.tgt_vocab = tgt_vocab

@@ -21,6 +21,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from nmt.precision import lstm_needs_fp32, note_fallback
+
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 State = Any  # a tensor, or tuples / lists / dicts of tensors (model specific)
@@ -99,7 +101,20 @@ def select_state(state: State, index: Tensor) -> State:
 def run_lstm(lstm: nn.LSTM, x: Tensor, state: tuple[Tensor, Tensor] | None,
              lengths: Tensor | None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """Run a batch-first ``nn.LSTM``; with ``lengths`` the returned state is the one
-    after each row's last real token (packed sequence), outputs beyond are zero."""
+    after each row's last real token (packed sequence), outputs beyond are zero.
+
+    Under bf16 autocast on a CPU without oneDNN's bf16 LSTM kernel the recurrence runs in
+    float32 (outputs and state float32), see :mod:`nmt.precision`."""
+    if lstm_needs_fp32(x.device):
+        note_fallback()
+        with torch.autocast(device_type="cpu", enabled=False):
+            fp32_state = None if state is None else tuple(s.float() for s in state)
+            return _run_lstm(lstm, x.float(), fp32_state, lengths)
+    return _run_lstm(lstm, x, state, lengths)
+
+
+def _run_lstm(lstm: nn.LSTM, x: Tensor, state: tuple[Tensor, Tensor] | None,
+              lengths: Tensor | None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     steps = x.size(1)
     if lengths is not None and bool((lengths < steps).any()):
         packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)

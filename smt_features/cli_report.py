@@ -30,35 +30,61 @@ class ReportConfig:
     screenshot_size: str = C.field("1280,3200", help="browser window WIDTH,HEIGHT in pixels for --screenshot")
 
 
+def _read_lines(path: str) -> list[str]:
+    """Lines of a UTF-8 text file (strict: a bad byte is reported as FILE:LINE)."""
+    from nmt.data.io import read_lines
+
+    return read_lines(path, allow_empty=True)
+
+
+def check_paths(cfg: ReportConfig) -> None:
+    """Refuse bad folders and outputs that would overwrite an input, before anything is written."""
+    import errno
+
+    from nmt.errors import refuse_overwriting_inputs
+
+    exp = Path(cfg.experiment_dir)
+    if not exp.exists():
+        raise FileNotFoundError(errno.ENOENT, "no such experiment folder", cfg.experiment_dir)
+    if not exp.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "--experiment-dir is a file, not a folder", cfg.experiment_dir)
+    if Path(cfg.out).exists() and not Path(cfg.out).is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "--out is a file; give a folder for the report", cfg.out)
+    for flag, model in (("--phrase-model", cfg.phrase_model), ("--rmn-model", cfg.rmn_model)):
+        if model and not Path(model).exists():
+            raise FileNotFoundError(errno.ENOENT, f"no such model ({flag})", model)
+    out = Path(cfg.out)
+    outputs = {"report.md": out / "report.md", "report.html": out / "report.html",
+               "--screenshot": cfg.screenshot or None}
+    inputs = {"--phrases": cfg.phrases or None, "--attention-sentences": cfg.attention_sentences or None,
+              "--phrase-model": cfg.phrase_model or None, "--rmn-model": cfg.rmn_model or None}
+    for piece in ("phrases.txt", "phrase_model.txt", "examples.json"):
+        if (exp / piece).is_file():
+            inputs[f"the experiment's {piece}"] = exp / piece
+    refuse_overwriting_inputs(outputs, inputs)
+
+
 @command("smt-report")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(ReportConfig, argv, description=__doc__)
     if not cfg.experiment_dir or not cfg.out:
         raise SystemExit("smt-report: --experiment-dir and --out are required")
-    from pathlib import Path
-
     from smt_features.report import build_report
 
     if cfg.projection not in ("pca", "tsne"):
         raise SystemExit(f"smt-report: --projection must be 'pca' or 'tsne', not {cfg.projection!r}")
-    if not Path(cfg.experiment_dir).is_dir():
-        raise SystemExit(f"smt-report: {cfg.experiment_dir}: not a folder")
-    phrases = None
-    if cfg.phrases:
-        try:
-            phrases = Path(cfg.phrases).read_text(encoding="utf-8").splitlines()
-        except OSError as err:
-            raise SystemExit(f"smt-report: {err}") from None
-    att = None
-    if cfg.attention_sentences:
-        try:
-            att = Path(cfg.attention_sentences).read_text(encoding="utf-8").splitlines()
-        except OSError as err:
-            raise SystemExit(f"smt-report: {err}") from None
+    check_paths(cfg)
+    phrases = _read_lines(cfg.phrases) if cfg.phrases else None
+    att = _read_lines(cfg.attention_sentences) if cfg.attention_sentences else None
+    if cfg.phrases and not any(p.strip() for p in phrases or []):
+        raise SystemExit(f"smt-report: {cfg.phrases}: no phrases (the file is empty)")
+    if cfg.attention_sentences and not any(a.strip() for a in att or []):
+        raise SystemExit(f"smt-report: {cfg.attention_sentences}: no sentences (the file is empty)")
+    # a model given by flag must load (a broken one is refused); DIR/phrase_model.txt's only leaves a note
     paths = build_report(cfg.experiment_dir, cfg.out, title=cfg.title or None,
                          phrase_model=cfg.phrase_model or None, phrases=phrases,
                          rmn_model=cfg.rmn_model or None, attention_sentences=att,
-                         projection=cfg.projection)
+                         projection=cfg.projection, strict_models=True)
     print(f"smt-report: wrote {paths['md']}, {paths['html']} and {len(paths) - 2} figure(s)", file=sys.stderr)
     if cfg.screenshot:
         try:

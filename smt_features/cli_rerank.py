@@ -14,11 +14,12 @@ otherwise the totals of the input lines unchanged. See ``docs/rerank_report.md``
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
 from nmt import config as C
-from nmt.errors import command
+from nmt.errors import UsageError, command, refuse_overwriting_inputs
 
 
 @dataclass
@@ -58,22 +59,56 @@ def _check_repeats(argv: list[str]) -> None:
                              f"({flag} A=path1 B=path2)")
 
 
+def _weights_out(cfg: RerankConfig) -> str:
+    return cfg.weights_out or ((cfg.output or cfg.nbest) + ".weights")
+
+
+def check_paths(cfg: RerankConfig) -> None:
+    """Refuse, before anything is read or written, an output that is an input (or another output)."""
+    from smt_features import rerank as R
+
+    outputs = {"--output": cfg.output or None, "--one-best": cfg.one_best or None,
+               "--weights-out": _weights_out(cfg) if cfg.tune else None}
+    inputs: dict[str, str | None] = {"--nbest": cfg.nbest, "--src": cfg.src or None, "--ref": cfg.ref or None,
+                                     "--weights": cfg.weights or None}
+    for kind, items in (("--lm", cfg.lm), ("--kenlm", cfg.kenlm), ("--encdec", cfg.encdec)):
+        for item in items:
+            name, path = R.parse_named(item, kind)
+            inputs[f"{kind} {name}"] = path
+    refuse_overwriting_inputs(outputs, inputs)
+    given = [(flag, path) for flag, path in outputs.items() if path]
+    for i, (flag, path) in enumerate(given):
+        for other, other_path in given[i + 1:]:
+            if os.path.abspath(path) == os.path.abspath(other_path):
+                raise UsageError(f"{path}: {flag} and {other} are the same file")
+
+
+def _load(path: str, which: str, build):
+    """``build()`` with a vocabulary/checkpoint mismatch reported as ``CHECKPOINT: ...``."""
+    from nmt.paths import resolve_checkpoint
+    from smt_features.rescore import naming_checkpoint
+
+    with naming_checkpoint(resolve_checkpoint(path, which)):
+        return build()
+
+
 def run(cfg: RerankConfig) -> dict:
-    from nmt.data.io import atomic_write, read_lines
+    from nmt.data.io import DataError, atomic_write, read_lines
     from smt_features import rerank as R
     from smt_features.nbest import iter_nbest, write_nbest
 
     if not cfg.nbest:
-        raise ValueError("--nbest is required")
+        raise UsageError("--nbest is required")
     if not (cfg.output or cfg.one_best or cfg.tune):
-        raise ValueError("nothing to do: give --output, --one-best and/or --tune")
+        raise UsageError("nothing to do: give --output, --one-best and/or --tune")
     if cfg.tune and not cfg.ref:
-        raise ValueError("--tune needs --ref")
+        raise UsageError("--tune needs --ref")
     if cfg.encdec and not cfg.src:
-        raise ValueError("--encdec needs --src (the source sentence of each n-best id)")
+        raise UsageError("--encdec needs --src (the source sentence of each n-best id)")
+    check_paths(cfg)
     entries = list(iter_nbest(cfg.nbest))
     if not entries:
-        raise ValueError(f"{cfg.nbest}: empty n-best list")
+        raise UsageError(f"{cfg.nbest}: empty n-best list")
     sources = None
     num = max(e.sent_id for e in entries) + 1
     if cfg.src:
@@ -90,15 +125,13 @@ def run(cfg: RerankConfig) -> dict:
                 raise ValueError(f"--{kind}: feature name {name} is already used (n-best or another model)")
             seen.add(name)
             if kind == "lm":
-                specs.append(R.FeatureSpec(name, lm=R.neural_lm_scorer(path, which=cfg.checkpoint,
-                                                                       batch_size=cfg.batch_size,
-                                                                       max_tokens=cfg.max_tokens)))
+                specs.append(R.FeatureSpec(name, lm=_load(path, cfg.checkpoint, lambda: R.neural_lm_scorer(
+                    path, which=cfg.checkpoint, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens))))
             elif kind == "kenlm":
                 specs.append(R.FeatureSpec(name, lm=R.kenlm_scorer(path)))
             else:
-                specs.append(R.FeatureSpec(name, pair=R.encdec_scorer(path, which=cfg.checkpoint,
-                                                                      batch_size=cfg.batch_size,
-                                                                      max_tokens=cfg.max_tokens)))
+                specs.append(R.FeatureSpec(name, pair=_load(path, cfg.checkpoint, lambda: R.encdec_scorer(
+                    path, which=cfg.checkpoint, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens))))
     values = R.compute_features(entries, specs, sources)
     entries = R.add_features(entries, values)
     if cfg.drop:
@@ -110,10 +143,10 @@ def run(cfg: RerankConfig) -> dict:
     if cfg.tune:
         refs = read_lines(cfg.ref, allow_empty=True)
         if len(refs) < num:
-            raise ValueError(f"{cfg.ref}: {len(refs)} reference line(s) for {num} sentence(s)")
+            raise DataError(cfg.ref, len(refs) + 1, f"{len(refs)} reference line(s) for {num} sentence(s)")
         weights, bleu = R.tune(entries, refs, num_sentences=num, init=weights, restarts=cfg.restarts,
                                seed=cfg.seed)
-        out_w = cfg.weights_out or ((cfg.output or cfg.nbest) + ".weights")
+        out_w = _weights_out(cfg)
         with atomic_write(out_w) as fh:
             fh.write(R.format_weights(weights, f"smt-rerank --tune on {cfg.nbest}: tokenized n-best BLEU "
                                                f"{bleu:.2f}"))
@@ -145,16 +178,11 @@ def cli_main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _check_repeats(argv)
     cfg = C.parse(RerankConfig, argv, description=__doc__)
-    from nmt.data.io import DataError
-
     if cfg.lm or cfg.encdec:
         import torch
 
         torch.set_num_threads(cfg.threads)
-    try:
-        run(cfg)
-    except (DataError, ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"smt-rerank: {err}") from None
+    run(cfg)  # bad input (NBestError FILE:LINE, a refused output, a missing file): exit 2 via @command
     return 0
 
 

@@ -28,11 +28,8 @@ def cli_main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     cfg = nmt_config.parse(RescoreConfig, argv, description=__doc__.splitlines()[0])
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        rescore_table(cfg)
-    except (ValueError, FileNotFoundError, RuntimeError, OSError) as err:  # PhraseTableError is a ValueError
-        print(f"smt-rescore: error: {err}", file=sys.stderr)
-        return 1
+    # bad input (PhraseTableError with FILE:LINE, a refused output, a missing file) -> exit 2 via @command
+    rescore_table(cfg)
     return 0
 
 

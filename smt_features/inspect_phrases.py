@@ -20,14 +20,16 @@ Example::
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from nmt import config as nmt_config
 from nmt.config import field
 from nmt.data.io import write_output, iter_lines
 from smt_features.phrase_table import DIRECT_PHRASE_PROB, load_phrase_table
-from nmt.errors import command
+from nmt.errors import UsageError, command, refuse_overwriting_inputs
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,28 @@ def _cell(words) -> str:
     return " ".join(words).replace("|", "\\|")
 
 
+def _is_empty(path: str) -> bool:
+    import gzip
+
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
+        return True
+    if path.endswith(".gz") and os.path.isfile(path):
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read(1) == b""
+        except (OSError, EOFError):
+            return False  # the reader reports the corrupt stream with its line
+    return False
+
+
+def check_paths(cfg: InspectConfig, ckpt) -> None:
+    """Refuse an ``--output`` that is one of the inputs, before anything is read or written."""
+    inputs = {"--table": cfg.table, "--sources": cfg.sources, "--model": ckpt}
+    for vocab in sorted(Path(ckpt).parent.glob("*_vocab.*")):
+        inputs[f"--model's vocabulary {vocab.name}"] = vocab
+    refuse_overwriting_inputs({"--output": cfg.output}, inputs)
+
+
 def inspect_phrases(cfg: InspectConfig) -> str:
     """The Markdown report (see the module docstring)."""
     import torch
@@ -59,18 +83,25 @@ def inspect_phrases(cfg: InspectConfig) -> str:
     from nmt.models.gru_encdec import EOS
     from nmt.rescoring_engine import RescoringEngine
     from nmt.search import beam_search
-    from smt_features.rescore import resolve_checkpoint
+    from smt_features.rescore import naming_checkpoint, resolve_checkpoint
 
     if not (cfg.table and cfg.model and cfg.sources):
-        raise ValueError("--table, --model and --sources are required")
+        raise UsageError("--table, --model and --sources are required")
     if cfg.top < 1 or cfg.generate < 0 or cfg.column < 1:
-        raise ValueError("--top and --column must be positive, --generate non-negative")
+        raise UsageError("--top and --column must be positive, --generate non-negative")
+    ckpt = resolve_checkpoint(cfg.model, cfg.checkpoint)
+    check_paths(cfg, ckpt)
     torch.set_num_threads(max(1, cfg.threads))
     sources = [tuple(line.split()) for line in iter_lines(cfg.sources, allow_empty=True) if line.strip()]
+    if not sources:
+        raise UsageError(f"{cfg.sources}: no source phrases (the file is empty)")
+    if _is_empty(cfg.table):
+        raise UsageError(f"{cfg.table}: empty phrase table")
     wanted = set(sources)
+    # every line's layout is checked, also of the sources left out: a line with another score count is refused
     table = load_phrase_table(cfg.table, table_limit=0, sources=wanted, keep_counts=False)
-    ckpt = resolve_checkpoint(cfg.model, cfg.checkpoint)
-    engine = RescoringEngine.load(str(ckpt), max_tokens=cfg.max_tokens)
+    with naming_checkpoint(ckpt):
+        engine = RescoringEngine.load(str(ckpt), max_tokens=cfg.max_tokens)
     col = cfg.column - 1
     pairs = [(src, e.tgt) for src in dict.fromkeys(sources) for e in table.get(src, [])]
     scores = engine.score([p[0] for p in pairs], [p[1] for p in pairs]).log_prob if pairs else []
@@ -129,11 +160,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-inspect-phrases``."""
     cfg = nmt_config.parse(InspectConfig, argv, description=__doc__.splitlines()[0])
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        text = inspect_phrases(cfg)
-    except (ValueError, FileNotFoundError, OSError) as err:
-        print(f"smt-inspect-phrases: error: {err}", file=sys.stderr)
-        return 1
+    text = inspect_phrases(cfg)  # bad input: exit 2 with FILE:LINE via @command
     write_output(cfg.output, text)
     return 0
 

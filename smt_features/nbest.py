@@ -22,8 +22,10 @@ by the reader as :attr:`NBestEntry.extra`.
 """
 from __future__ import annotations
 
+import gzip
 import math
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,7 @@ _LABEL = re.compile(r"^(\S+)=$")
 
 
 class NBestError(DataError):
-    """A malformed n-best line: ``"<file>: line <n>: <message>"``."""
+    """A malformed n-best line: ``"<file>:<line>: <message>"``."""
 
 
 @dataclass
@@ -158,8 +160,18 @@ def iter_nbest(path: str | Path, *, check_order: bool = True) -> Iterator[NBestE
     path_s = str(path)
     prev_id = -1
     layout: list[tuple[str, int]] | None = None
+    line_no = 0
     with open_text(path, "rb") as fh:
-        for line_no, raw in enumerate(fh, start=1):
+        lines = iter(fh)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                break
+            except (EOFError, zlib.error, gzip.BadGzipFile) as err:  # truncated / corrupt gzip
+                raise NBestError(path_s, line_no + 1, f"cannot read file (corrupt or truncated gzip stream: "
+                                                      f"{err})") from None
+            line_no += 1
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:

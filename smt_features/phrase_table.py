@@ -231,7 +231,8 @@ class PhraseTableReader:
 
     ``source_filter(src)`` returning false drops the lines of that source
     phrase right after the source field is read (their other fields are not
-    checked; counted in :attr:`n_filtered`). ``keep_raw=False`` drops
+    parsed, only their layout is checked: the field and score counts, which
+    the table's first line fixes for every line; counted in :attr:`n_filtered`). ``keep_raw=False`` drops
     :attr:`PhraseEntry.raw`; ``keep_counts=False``
     skips (and does not check) the counts field; ``intern=True`` interns the
     words and shares identical phrase tuples between entries (for tables
@@ -296,7 +297,8 @@ class PhraseTableReader:
                     self.n_entries += 1
                     yield entry
             except (EOFError, OSError, zlib.error) as err:  # truncated / corrupt gzip
-                raise PhraseTableError(self.path, line_no + 1, f"cannot read file: {err}") from None
+                raise PhraseTableError(self.path, line_no + 1, f"cannot read file (corrupt or truncated gzip "
+                                                                f"stream: {err})") from None
         if self.n_skipped:
             log.warning("%s: skipped %d bad line(s) of %d", self.path, self.n_skipped, line_no)
 
@@ -350,6 +352,13 @@ class PhraseTableReader:
             self._last_src_text, self._last_src = src_text, src
             self._last_keep = self.source_filter is None or bool(self.source_filter(src))
         if not self._last_keep:
+            # a line left unparsed still fixes (or must match) the table's layout: the score count of the
+            # table is that of its first line, whichever lines a filter keeps
+            n_scores = len(fields[2].split())
+            if exp.n_scores is None:
+                exp.n_fields, exp.n_scores = n_fields, n_scores
+            elif n_scores != exp.n_scores:
+                raise self._fail(line_no, f"{n_scores} scores, but earlier lines have {exp.n_scores}")
             return None
         tgt_text = fields[1]
         tgt = self._tgt_cache.get(tgt_text) if self.intern else None

@@ -532,15 +532,40 @@ def render_html(title: str, sections: Sequence[Section]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _check_model(path: str | Path, kind: str) -> None:
+    """Load a model once to refuse a broken one (truncated checkpoint, mismatched vocabulary) up front."""
+    from nmt.paths import resolve_checkpoint
+    from smt_features.rescore import naming_checkpoint
+
+    with naming_checkpoint(resolve_checkpoint(path, "auto")):
+        if kind == "lm":
+            from nmt.lm_data import load_language_model
+
+            load_language_model(path)
+        else:
+            from nmt.model_io import load_translation_model
+
+            load_translation_model(path)
+
+
 def build_report(exp_dir: str | Path, out_dir: str | Path, *, title: str | None = None,
                  phrase_model: str | Path | None = None, phrases: Sequence[str] | None = None,
                  rmn_model: str | Path | None = None, attention_sentences: Sequence[str] | None = None,
-                 projection: str = "pca") -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` and the PNGs into ``out_dir``; returns their paths."""
+                 projection: str = "pca", strict_models: bool = False) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and the PNGs into ``out_dir``; returns their paths.
+
+    ``strict_models``: a ``phrase_model`` or ``rmn_model`` passed here must load (checked before anything is
+    written; a broken one raises, naming its checkpoint) instead of leaving its section out with a note.
+    """
     from nmt.data.io import atomic_write
 
     exp = Path(exp_dir)
     out = Path(out_dir)
+    if strict_models:
+        if phrase_model is not None:
+            _check_model(phrase_model, "translation")
+        if rmn_model and attention_sentences:
+            _check_model(rmn_model, "lm")
     out.mkdir(parents=True, exist_ok=True)
     if phrase_model is None and (exp / "phrase_model.txt").is_file():
         phrase_model = (exp / "phrase_model.txt").read_text(encoding="utf-8").strip() or None

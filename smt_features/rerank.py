@@ -219,10 +219,11 @@ def read_weights(path: str | Path) -> dict[str, list[float]]:
     blank lines and ``#`` comments are allowed; only the ``[weight]`` section is read when there are sections)."""
     from smt_features.moses_ini import MosesIniError, parse_weight_tokens
 
-    text = Path(path).read_text(encoding="utf-8")
+    from nmt.data.io import iter_lines
+
     out: dict[str, list[float]] = {}
     section: str | None = None
-    for line_no, raw in enumerate(text.splitlines(), start=1):
+    for line_no, raw in enumerate(iter_lines(path, allow_empty=True), start=1):  # strict UTF-8: FILE:LINE
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

@@ -44,12 +44,14 @@ The torch part lives in :mod:`nmt.rescoring_engine`; this module imports
 from __future__ import annotations
 
 import collections
+import contextlib
 import gzip
 import hashlib
 import json
 import logging
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -63,7 +65,8 @@ from typing import Any
 import numpy as np
 
 from nmt.config import field
-from nmt.data.io import atomic_write, count_lines
+from nmt.data.io import atomic_write
+from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.paths import resolve_checkpoint
 from smt_features.phrase_table import PhraseTableError, PhraseTableReader, append_scores
 
@@ -197,6 +200,28 @@ def _open_binary(path: str):
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
+def count_table_lines(path: str) -> int:
+    """Number of lines of a table (a last line without ``\\n`` counts).
+
+    A truncated or corrupt ``.gz`` raises :class:`PhraseTableError` at the line where the stream
+    broke: the data is read in the pieces the decompressor returns (``read1``), so every line
+    decompressed before the break is counted (a plain ``read(1 MiB)`` would lose the block the error
+    interrupts and blame line 1).
+    """
+    count = 0
+    last = b"\n"
+    with _open_binary(path) as fh:
+        read = getattr(fh, "read1", fh.read)
+        try:
+            for block in iter(lambda: read(1 << 20), b""):
+                count += block.count(b"\n")
+                last = block[-1:]
+        except (EOFError, OSError, zlib.error) as err:  # truncated / corrupt gzip
+            raise PhraseTableError(path, count + 1, f"cannot read file (corrupt or truncated gzip stream: {err})"
+                                   ) from None
+    return count + (last != b"\n")
+
+
 class TableLines:
     """Parses lines of a table one by one through the strict reader, from any line on.
 
@@ -242,7 +267,8 @@ class TableLines:
                         return
                     yield line_no, raw
             except (EOFError, OSError, zlib.error) as err:  # truncated / corrupt gzip
-                raise PhraseTableError(self.path, line_no + 1, f"cannot read file: {err}") from None
+                raise PhraseTableError(self.path, line_no + 1, f"cannot read file (corrupt or truncated gzip "
+                                                               f"stream: {err})") from None
         if line_no < last:
             raise PhraseTableError(self.path, line_no + 1, f"file ended at line {line_no}; expected {last} lines "
                                                            "(did it change while being read?)")
@@ -315,10 +341,15 @@ def _build_engines(spec: EngineSpec):
 
     torch.set_num_threads(max(1, spec.threads))
     kw = dict(max_tokens=spec.max_tokens, device=spec.device, amp=spec.amp, softmax_block=spec.softmax_block)
-    fwd = RescoringEngine.load(str(resolve_checkpoint(spec.model, spec.which)), **kw)
-    rev = RescoringEngine.load(str(resolve_checkpoint(spec.reverse_model, spec.which)), **kw) \
-        if spec.reverse_model else None
-    return fwd, rev
+    engines = []
+    for model in (spec.model, spec.reverse_model):
+        if not model:
+            engines.append(None)
+            continue
+        ckpt = str(resolve_checkpoint(model, spec.which))
+        with naming_checkpoint(ckpt):
+            engines.append(RescoringEngine.load(ckpt, **kw))
+    return engines[0], engines[1]
 
 
 def _score_job(engines, srcs: list, tgts: list) -> dict[str, Any]:
@@ -474,6 +505,161 @@ def _chunk_name(c: int, gz: bool) -> str:
     return f"chunk-{c:06d}" + (".gz" if gz else "")
 
 
+# -- the output lock and stale temp files ----------------------------------------------------------------
+class OutputLock:
+    """An exclusive, non-blocking lock on one output: ``flock`` on ``OUTPUT.lock`` beside it.
+
+    Two runs writing the same output (its temp files, its ``OUTPUT.parts/`` chunks) would corrupt each
+    other; the second one is refused with :class:`~nmt.errors.UsageError` naming the holder (the pid and
+    host the holder wrote into the lock file). The operating system drops the lock when its holder
+    exits, even on ``kill -9``, so a crashed run never blocks the next one. On release the lock file is
+    removed (while still locked; a run that opened the old file notices and opens the new one).
+    """
+
+    def __init__(self, output: str | os.PathLike, prog: str = "smt-rescore") -> None:
+        self.output = str(output)
+        self.path = Path(f"{output}.lock")
+        self.prog = prog
+        self.fd: int | None = None
+
+    def acquire(self) -> "OutputLock":
+        import fcntl
+        import socket
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = self._holder(fd)
+                os.close(fd)
+                raise UsageError(f"{self.output}: another run is writing this output ({holder}; lock file "
+                                 f"{self.path}); wait for it to finish or stop it") from None
+            except BaseException:
+                os.close(fd)
+                raise
+            try:  # the previous holder may have removed the file between our open and our flock
+                current = os.stat(self.path)
+            except FileNotFoundError:
+                current = None
+            if current is not None and os.path.samestat(os.fstat(fd), current):
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid={os.getpid()} host={socket.gethostname()} prog={self.prog} "
+                     f"since={time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        self.fd = fd
+        return self
+
+    @staticmethod
+    def _holder(fd: int) -> str:
+        try:
+            text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        except OSError:
+            text = ""
+        info = dict(item.split("=", 1) for item in text.split() if "=" in item)
+        if "pid" not in info:
+            return "held by another process that has not yet written its pid"
+        where = f"pid {info['pid']} on host {info.get('host', '?')}"
+        if info.get("prog"):
+            where = f"{info['prog']}, {where}"
+        return f"held by {where}" + (f" since {info['since']}" if info.get("since") else "")
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "OutputLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def remove_stale_temps(output: str | os.PathLike, sidecars: tuple[str, ...] = (".rescore.json", ".skipped")
+                       ) -> list[Path]:
+    """Delete the temp files a killed run left for ``output`` (``.NAME.XXXXXXXX.tmp`` beside it, NAME the
+    output's name or one of its ``sidecars``); no other file is touched. Call it holding the output's
+    :class:`OutputLock` (a live run's temp files are never stale then). Returns what was removed."""
+    out = Path(output)
+    names = [out.name] + [out.name + s for s in sidecars]
+    pattern = re.compile(r"\.(?:%s)\.[a-z0-9_]{8}\.tmp" % "|".join(re.escape(n) for n in names))
+    removed = []
+    try:
+        candidates = list(out.parent.iterdir())
+    except FileNotFoundError:
+        return removed
+    for path in candidates:
+        if pattern.fullmatch(path.name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    if removed:
+        log.info("removed %d stale temp file(s) of %s left by an interrupted run: %s", len(removed), out,
+                 ", ".join(p.name for p in removed))
+    return removed
+
+
+def _remove_stale_chunk_temps(parts: Path) -> None:
+    if parts.is_dir():
+        for path in parts.glob(".chunk-*.tmp"):
+            if re.fullmatch(r"\.chunk-\d{6}(?:\.gz)?\.[a-z0-9_]{8}\.tmp", path.name) and path.is_file():
+                path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def naming_checkpoint(ckpt: str | os.PathLike) -> Iterator[None]:
+    """Inside: a plain ``ValueError`` from loading ``ckpt`` (e.g. its vocabulary does not match it) becomes a
+    :class:`~nmt.errors.UsageError` whose message starts with the checkpoint's path (``FILE: ...``)."""
+    from nmt.data.io import DataError
+
+    try:
+        yield
+    except (DataError, UsageError):
+        raise
+    except ValueError as err:
+        text = str(err)
+        head = text.split(": ", 1)[0].rstrip(":0123456789")
+        if head and os.path.exists(head):  # already names its file (the checkpoint, or the vocabulary at fault)
+            raise
+        raise UsageError(f"{ckpt}: {text}") from None
+
+
+def _check_paths(cfg: RescoreConfig, ckpts: list[Path]) -> None:
+    """Refuse inputs that are not files and outputs that would overwrite an input, before anything is written."""
+    import errno
+
+    if not os.path.exists(cfg.table):
+        raise FileNotFoundError(errno.ENOENT, "no such phrase table", cfg.table)
+    if os.path.isdir(cfg.table):
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a phrase table", cfg.table)
+    if cfg.moses_ini and not os.path.isfile(cfg.moses_ini):
+        raise (IsADirectoryError(errno.EISDIR, "is a folder, not a moses.ini", cfg.moses_ini)
+               if os.path.isdir(cfg.moses_ini) else FileNotFoundError(errno.ENOENT, "no such moses.ini",
+                                                                       cfg.moses_ini))
+    if os.path.isdir(cfg.output):
+        raise IsADirectoryError(errno.EISDIR, "--output is a folder; give the rescored table's file name",
+                                cfg.output)
+    paths = output_paths(cfg.output)
+    outputs: dict[str, Any] = {"--output": cfg.output, "--output's summary": paths["summary"],
+                               "--output's lock": f"{cfg.output}.lock"}
+    if cfg.skip_bad:
+        outputs["--output's skipped-line list"] = paths["skipped"]
+    if cfg.moses_ini and not cfg.shard:
+        outputs["--moses-ini-out"] = cfg.moses_ini_out or f"{cfg.output}.moses.ini"
+    inputs: dict[str, Any] = {"--table": cfg.table, "--moses-ini": cfg.moses_ini or None}
+    for flag, ckpt in zip(("--model", "--reverse-model"), ckpts):
+        inputs[flag] = ckpt
+        for vocab in sorted(ckpt.parent.glob("*_vocab.*")):
+            inputs[f"{flag}'s vocabulary {vocab.name}"] = vocab
+    refuse_overwriting_inputs(outputs, inputs)
+
+
 # -- the run -------------------------------------------------------------------------------------------
 def _check_models(fwd, rev) -> None:
     if rev is None:
@@ -499,11 +685,7 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
     """Rescore ``cfg.table`` into ``cfg.output`` (see the module docstring); returns the counts."""
     t_start = time.perf_counter()
     if not cfg.table or not cfg.model or not cfg.output:
-        raise ValueError("--table, --model and --output are required")
-    if not os.path.exists(cfg.table):
-        raise FileNotFoundError(f"phrase table not found: {cfg.table}")
-    if os.path.abspath(cfg.table) == os.path.abspath(cfg.output):
-        raise ValueError("--output must differ from --table")
+        raise UsageError("--table, --model and --output are required")
     if cfg.processes < 1 or cfg.threads < 1 or cfg.max_tokens < 1:
         raise ValueError("--processes, --threads and --max-tokens must be positive")
     if not (0.0 < cfg.floor < 1.0):
@@ -514,6 +696,16 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
     ckpts = [resolve_checkpoint(cfg.model, cfg.checkpoint)]
     if cfg.reverse_model:
         ckpts.append(resolve_checkpoint(cfg.reverse_model, cfg.checkpoint))
+    _check_paths(cfg, ckpts)
+    if os.path.getsize(cfg.table) == 0:
+        raise UsageError(f"{cfg.table}: empty phrase table (no lines to rescore)")
+    with OutputLock(cfg.output):
+        return _rescore_locked(cfg, shard, ckpts, t_start)
+
+
+def _rescore_locked(cfg: RescoreConfig, shard: tuple[int, int], ckpts: list[Path], t_start: float) -> RescoreStats:
+    remove_stale_temps(cfg.output)
+    _remove_stale_chunk_temps(output_paths(cfg.output)["parts"])
     spec = EngineSpec(cfg.model, cfg.reverse_model, cfg.checkpoint, cfg.max_tokens, cfg.device, cfg.amp,
                       cfg.softmax_block, cfg.threads)
     scorer = None
@@ -521,7 +713,9 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
         scorer = _PoolScorer(replace(spec, threads=max(1, cfg.threads // cfg.processes)), cfg.processes)
     columns = appended_columns(cfg)
     try:
-        total = count_lines(cfg.table)
+        total = count_table_lines(cfg.table)
+        if total == 0:
+            raise UsageError(f"{cfg.table}: empty phrase table (no lines to rescore)")
         plan = make_plan(total, cfg.window, cfg.chunk_lines, shard)
         paths = output_paths(cfg.output)
         gz = cfg.output.endswith(".gz")

@@ -20,6 +20,7 @@ the shard commands (e.g. for a batch scheduler) and the merge step instead of ru
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import subprocess
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 
 from nmt.data.io import atomic_write
-from nmt.errors import command
+from nmt.errors import EXIT_BAD_INPUT, UsageError, command, refuse_overwriting_inputs
 
 FORBIDDEN = ("--output", "--shard")
 
@@ -82,6 +83,7 @@ def run_shards(args: list[str], output: str, n: int, *, launcher: str = "", keep
         print(f"shard {i}/{n}: {shlex.join(cmd)}  (log {log_path})", file=sys.stderr)
         procs[i] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log_path, log)
     failed = []
+    bad_input = []  # the messages of shards that refused their input (exit status 2)
     start = time.perf_counter()
     while procs:
         for i in list(procs):
@@ -95,9 +97,16 @@ def run_shards(args: list[str], output: str, n: int, *, launcher: str = "", keep
                 _done_marker(output, i, n).write_text("ok\n", encoding="utf-8")
                 print(f"shard {i}/{n}: done after {time.perf_counter() - start:.0f} s", file=sys.stderr)
             else:
-                tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+                lines = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+                said = [ln[len("smt-rescore: "):] for ln in lines if ln.startswith("smt-rescore: ")]
+                if rc == EXIT_BAD_INPUT and said:
+                    bad_input.append(f"{said[-1]} (shard {i}/{n}, log {log_path})")
+                tail = lines[-3:]
                 failed.append(f"shard {i}/{n} exited with status {rc} (log {log_path}: {' | '.join(tail)})")
-        time.sleep(poll)
+        if procs:
+            time.sleep(poll)
+    if failed and len(bad_input) == len(failed):  # the input is at fault, not the run: exit 2 with the shard's FILE:LINE
+        raise UsageError("; ".join(bad_input))
     if failed:
         raise RuntimeError("; ".join(failed) + " — the finished shards are kept; run the same command again")
     size = merge_parts(output, n)
@@ -151,13 +160,36 @@ def cli_main(argv: list[str] | None = None) -> int:
         parts = " ".join(shlex.quote(str(part_path(opts.output, i, opts.shards))) for i in range(opts.shards))
         print(f"cat {parts} > {shlex.quote(opts.output)}")
         return 0
-    try:
+    check_inputs(rest, opts.output, opts.shards)
+    from smt_features.rescore import OutputLock, remove_stale_temps
+
+    with OutputLock(opts.output, prog="smt-rescore-sharded"):  # one launcher per merged output
+        remove_stale_temps(opts.output, sidecars=(".moses.ini",))
+        # a shard that fails on bad input: exit 2 with its message; any other failure: RuntimeError, exit 1
         run_shards(rest, opts.output, opts.shards, launcher=opts.launcher, keep_parts=opts.keep_parts)
         _write_ini(rest, opts.output)
-    except (RuntimeError, FileNotFoundError, OSError, ValueError) as err:
-        print(f"smt-rescore-sharded: error: {err}", file=sys.stderr)
-        return 1
     return 0
+
+
+def check_inputs(args: list[str], output: str, n: int) -> None:
+    """What can be judged before the shards start: the table and models exist, the table is not empty, no
+    output (the merged table, a shard's part) is an input. Malformed lines are the shards' to report."""
+    from nmt import config as nmt_config
+    from nmt.paths import resolve_checkpoint
+    from smt_features.rescore import RescoreConfig, _check_paths
+
+    cfg = nmt_config.parse(RescoreConfig, [*args, "--output", output])
+    if not cfg.table or not cfg.model:
+        raise UsageError("give --table and --model after '--'")
+    ckpts = [resolve_checkpoint(cfg.model, cfg.checkpoint)]
+    if cfg.reverse_model:
+        ckpts.append(resolve_checkpoint(cfg.reverse_model, cfg.checkpoint))
+    _check_paths(cfg, ckpts)
+    for i in range(n):
+        part = str(part_path(output, i, n))
+        refuse_overwriting_inputs({f"shard {i}'s output": part}, {"--table": cfg.table, "--moses-ini": cfg.moses_ini})
+    if os.path.getsize(cfg.table) == 0:
+        raise UsageError(f"{cfg.table}: empty phrase table (no lines to rescore)")
 
 
 if __name__ == "__main__":

@@ -207,9 +207,20 @@ def test_load_phrase_table_filtered_by_sources(tmp_path):
     assert set(table) == {("haus",), ("klein",)}
     assert table[("haus",)][0].counts == ()                    # counts dropped unless asked for
     assert load_phrase_table(TOY, keep_counts=True)[("haus",)][0].counts == (6.0, 12.0, 6.0)
-    # lines of filtered-out sources are not parsed beyond their source field
+    # lines of filtered-out sources are not parsed beyond their source field and their layout (field and
+    # score counts, the same on every line)
     path = tmp_path / "pt"
-    path.write_text(GOOD + "\n" + "b ||| y ||| 0 abc ||| 9-9 ||| x ||| |||\n", encoding="utf-8")
+    path.write_text(GOOD + "\n" + "b ||| y ||| 0 abc 2 x ||| 9-9 ||| x ||| |||\n", encoding="utf-8")
     assert set(load_phrase_table(path, sources={("a",)})) == {("a",)}
     with pytest.raises(PhraseTableError, match=":2:"):
         load_phrase_table(path)
+
+
+def test_filtered_table_refuses_a_line_with_another_score_count(tmp_path):
+    """A 3-score line in a 4-score table is refused even when the lines before it are filtered out (it used to
+    fix the table's layout, so its third score was taken for φ(e|f)); and a filtered line of another layout too."""
+    path = tmp_path / "pt"
+    path.write_text(GOOD + "\n" + "b ||| y ||| 0.5 0.5 0.2 ||| 0-0 ||| 1 1 1 ||| |||\n", encoding="utf-8")
+    for wanted in ({("b",)}, {("a",)}):
+        with pytest.raises(PhraseTableError, match=r"pt:2: 3 scores, but earlier lines have 4"):
+            load_phrase_table(path, sources=wanted)

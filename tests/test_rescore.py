@@ -289,7 +289,7 @@ def test_malformed_line_stops_with_its_number(setup, tmp_path: Path) -> None:
     from smt_features.cli_rescore import cli_main
 
     rc = cli_main(["--table", str(path), "--model", str(setup["fwd"]), "--output", str(out), "--progress", "false"])
-    assert rc == 1
+    assert rc == 2  # bad input: exit status 2 with FILE:LINE (nmt.errors)
 
 
 @pytest.mark.parametrize("line_no", sorted(BAD_LINES))
@@ -375,11 +375,16 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
     assert merged_ini.feature("TranslationModel0").get("num-features") == "6"
     assert merged_ini.feature("TranslationModel0").get("path") == str(merged.resolve())
     assert not part_path(merged, 0, 3).exists()                  # parts removed after the merge
-    # a failing shard: clear error naming it, finished shards kept for the re-run
+    # a missing table is refused before any shard starts (exit 2, the file named)
     bad = tmp_path / "bad.gz"
     rc = launch_main(["--shards", "2", "--output", str(bad), "--keep-parts", "--",
                       "--table", str(tmp_path / "missing.gz"), *args[2:]])
-    assert rc == 1 and "shard 0/2 exited" in capsys.readouterr().err and not bad.exists()
+    assert refused(capsys, "missing.gz", rc) and not bad.exists() and not part_path(bad, 0, 2).exists()
+    # a shard that fails on a bad line: its FILE:LINE comes back with exit 2
+    bad_table, _ = _bad_table(setup, tmp_path, {9: BAD_LINES[9]})
+    merged_bad = tmp_path / "merged-bad.gz"
+    rc = launch_main(["--shards", "2", "--output", str(merged_bad), "--", "--table", str(bad_table), *args[2:]])
+    assert refused(capsys, r"bad\.gz:9: .*\(shard 0/2", rc) and not merged_bad.exists()
     assert refused(capsys, None, launch_main(["--shards", "2", "--output", str(bad), "--", *args, "--shard", "0/2"]))
 
 

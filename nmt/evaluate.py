@@ -25,6 +25,8 @@ def evaluate(hypotheses: Sequence[str], references: Sequence[str]) -> EvalResult
     """Corpus BLEU (13a, mixed case) and chrF2 of detokenised hypotheses against raw references."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not hypotheses:
+        raise ValueError("no sentences to evaluate (sacreBLEU needs at least one)")
     bleu = sacrebleu.metrics.BLEU()
     chrf = sacrebleu.metrics.CHRF()
     b = bleu.corpus_score(list(hypotheses), [list(references)])

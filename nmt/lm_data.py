@@ -50,7 +50,7 @@ from nmt.paths import resolve_checkpoint
 from nmt.checkpoint import load_checkpoint
 from nmt.config import field
 from nmt.data.batching import bucketed_batches
-from nmt.data.io import iter_lines
+from nmt.data.io import DataError, iter_lines
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.lm import ARCHITECTURES, LanguageModel
 from nmt.models.lm.base import BOS, EOS, PAD, detach_state, make_lm_batch, select_state
@@ -427,8 +427,11 @@ class LMTask:
 
 def build_task(cfg: LMDataConfig, vocab: Vocabulary, *, batch_size: int, max_tokens: int | None, seed: int,
                vocab_path: str = "", loss_norm: str = "token") -> LMTask:
-    train = read_sentences(cfg.resolve_text("train"), cfg.max_train_sentences)
-    dev = read_sentences(cfg.resolve_text("valid"), cfg.max_valid_sentences)
+    train = read_sentences(train_path := cfg.resolve_text("train"), cfg.max_train_sentences)
+    dev = read_sentences(valid_path := cfg.resolve_text("valid"), cfg.max_valid_sentences)
+    for path, lines, what in ((train_path, train, "training"), (valid_path, dev, "validation")):
+        if not lines:
+            raise DataError(f"{path}: empty file (no {what} sentences)")
     return LMTask(cfg, vocab, encode_all(vocab, train), encode_all(vocab, dev), batch_size=batch_size,
                   max_tokens=max_tokens, seed=seed, vocab_path=vocab_path, loss_norm=loss_norm)
 
@@ -565,8 +568,8 @@ def load_language_model(path: str | Path, *, which: str = "auto", vocab: str | N
         raise FileNotFoundError(f"{ckpt_path}: vocabulary not found (tried {candidates})")
     voc = check_word_vocab(load_vocab(existing[0]), existing[0])
     if voc.fingerprint() != recorded["fingerprint"]:
-        raise ValueError(f"model/vocabulary mismatch: {existing[0]} (fingerprint {voc.fingerprint()}, {len(voc)} "
-                         f"entries) is not the vocabulary {ckpt_path} was trained with (fingerprint "
+        raise ValueError(f"{existing[0]}: model/vocabulary mismatch: this vocabulary (fingerprint {voc.fingerprint()}, "
+                         f"{len(voc)} entries) is not the vocabulary {ckpt_path} was trained with (fingerprint "
                          f"{recorded['fingerprint']}, {recorded.get('size', '?')} entries)")
     model_cls, _ = ARCHITECTURES[config["arch"]]
     model = model_cls.from_config(dict(config["model"]), len(voc))

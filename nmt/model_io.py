@@ -43,8 +43,9 @@ def load_translation_model(path: str | Path, *, which: str = "auto", src_vocab: 
             raise FileNotFoundError(f"{ckpt_path}: {side} vocabulary not found (tried {candidates})")
         vocab = load_vocab(existing[0])
         if vocab.fingerprint() != recorded["fingerprint"]:
-            raise ValueError(f"model/vocabulary mismatch: {existing[0]} (fingerprint {vocab.fingerprint()}) is not "
-                             f"the {side} vocabulary {ckpt_path} was trained with ({recorded['fingerprint']})")
+            raise ValueError(f"{existing[0]}: model/vocabulary mismatch: this vocabulary (fingerprint "
+                             f"{vocab.fingerprint()}) is not the {side} vocabulary {ckpt_path} was trained with "
+                             f"({recorded['fingerprint']})")
         vocabs.append(vocab)
     model = build_model(cfg, len(vocabs[0]), len(vocabs[1]))
     model.load_state_dict(state["model"])

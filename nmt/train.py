@@ -82,6 +82,8 @@ class LoopConfig:
     threads: int = field(2, help="torch intra-op threads")
     device: str = field("cpu", help="cpu or cuda (under torchrun: process r uses cuda:LOCAL_RANK, nccl)")
     resume: bool = field(False, help="continue from out_dir/checkpoint_last.pt")
+    overwrite: bool = field(False, help="out_dir holds a trained model: delete that run's checkpoints, history and "
+                                        "logs and train anew (without it or --resume such an out_dir is refused)")
     log_every: int = field(100, help="write a log line every N updates")
     progress: bool = field(True, help="show a tqdm progress bar")
 

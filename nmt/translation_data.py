@@ -1,6 +1,7 @@
 """Training data for the encoder–decoder: sentence pairs or the unique pairs of a phrase table."""
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 
 from nmt.config import field
 from nmt.data.batching import pair_batch, bucketed_batches
-from nmt.data.io import read_parallel
+from nmt.data.io import DataError, read_parallel
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.gru_encdec import PAD
 
@@ -36,6 +37,11 @@ class TranslationDataConfig:
 
     def resolved_paths(self) -> dict[str, str]:
         base = Path(self.data_dir) if self.data_dir else None
+        if base is not None and not base.is_dir():
+            if base.exists():
+                raise NotADirectoryError(errno.ENOTDIR, "--data-dir is a file, not a folder written by nmt-prepare",
+                                         str(base))
+            raise FileNotFoundError(errno.ENOENT, "no such --data-dir (a folder written by nmt-prepare)", str(base))
         defaults = {
             "train_src": f"train.tok.{self.src_lang}", "train_tgt": f"train.tok.{self.tgt_lang}",
             "dev_src": f"val.tok.{self.src_lang}", "dev_tgt": f"val.tok.{self.tgt_lang}",
@@ -85,13 +91,25 @@ class TranslationTask:
         self.tgt_vocab: Vocabulary = load_vocab(self.paths["tgt_vocab"])
         if cfg.phrase_table:
             raw = unique_phrase_pairs(cfg.phrase_table)
+            where = cfg.phrase_table
         else:
             raw = read_tokenized_pairs(self.paths["train_src"], self.paths["train_tgt"])
+            where = self.paths["train_src"]
+            if not raw:
+                raise DataError(f"{where}: empty file, and so is {self.paths['train_tgt']} (no training pairs)")
+        if not raw:
+            raise DataError(f"{where}: no phrase pairs to train on")
         kept = [(s, t) for s, t in raw if len(s) <= cfg.max_len and len(t) <= cfg.max_len]
         self.num_dropped = len(raw) - len(kept)
+        if not kept:
+            raise DataError(f"{where}: all {len(raw)} training pairs have more than --max-len {cfg.max_len} tokens "
+                            "on a side; nothing left to train on")
         self.train_src = [self.src_vocab.encode(s) for s, _ in kept]
         self.train_tgt = [self.tgt_vocab.encode(t) for _, t in kept]
         dev = read_tokenized_pairs(self.paths["dev_src"], self.paths["dev_tgt"])
+        if not dev:
+            raise DataError(f"{self.paths['dev_src']}: empty file, and so is {self.paths['dev_tgt']} "
+                            "(no dev pairs for validation)")
         if cfg.dev_max_pairs:
             dev = dev[:cfg.dev_max_pairs]
         self.dev_src = [self.src_vocab.encode(s) for s, _ in dev]

@@ -76,7 +76,7 @@ def test_vocab_load_errors_name_the_line(tmp_path: Path, body: str, line: int, w
     path.write_text(body, encoding="utf-8")
     with pytest.raises(DataError) as info:
         Vocabulary.load(path)
-    assert str(path) in str(info.value) and f"line {line}:" in str(info.value) and what in str(info.value)
+    assert str(path) in str(info.value) and f"{path}:{line}:" in str(info.value) and what in str(info.value)
 
 
 def test_sentencepiece_vocab(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ import sys
 from dataclasses import asdict, dataclass
 
 from nmt import config as C
-from nmt.data.io import read_lines
+from nmt.data.io import DataError, read_lines
 from nmt.evaluate import evaluate
-from nmt.errors import command
+from nmt.errors import command, refuse_overwriting_inputs
 
 
 @dataclass
@@ -28,18 +28,31 @@ def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(EvaluateConfig, argv, description=__doc__)
     if not cfg.hyp or not cfg.ref:
         raise SystemExit("nmt-evaluate: --hyp and --ref are required")
-    hyps = read_lines(cfg.hyp, allow_empty=True)
+    if cfg.detok_out and not cfg.detokenize:
+        raise SystemExit("nmt-evaluate: --detok-out needs --detokenize LANG")
+    refuse_overwriting_inputs(outputs={"--json": cfg.json, "--detok-out": cfg.detok_out},
+                              inputs={"--hyp": cfg.hyp, "--ref": cfg.ref})
+    if cfg.json and cfg.detok_out:
+        refuse_overwriting_inputs(outputs={"--json": cfg.json}, inputs={"--detok-out": cfg.detok_out})
+    hyps = read_lines(cfg.hyp, allow_empty=True)  # an empty line is an (empty) translation
+    refs = read_lines(cfg.ref)
+    if not hyps and not refs:
+        raise DataError(f"{cfg.hyp}: empty file, and so is {cfg.ref} (nothing to evaluate)")
+    if len(hyps) != len(refs):
+        shorter = cfg.hyp if len(hyps) < len(refs) else cfg.ref
+        raise DataError(shorter, min(len(hyps), len(refs)) + 1,
+                        f"{len(hyps)} hypotheses in {cfg.hyp} but {len(refs)} references in {cfg.ref} "
+                        "(one line each per sentence)")
     if cfg.detokenize:
-        from nmt.data.io import write_output
         from nmt.data.tokenize import MosesTokenizer
 
         detok = MosesTokenizer(cfg.detokenize)
         hyps = [detok.detokenize(h.split()) for h in hyps]
-        if cfg.detok_out:
-            write_output(cfg.detok_out, "".join(h + "\n" for h in hyps))
-    elif cfg.detok_out:
-        raise SystemExit("nmt-evaluate: --detok-out needs --detokenize LANG")
-    result = evaluate(hyps, read_lines(cfg.ref))
+    result = evaluate(hyps, refs)
+    if cfg.detok_out:
+        from nmt.data.io import write_output
+
+        write_output(cfg.detok_out, "".join(h + "\n" for h in hyps))
     print(result.format(cfg.name))
     if cfg.json:
         from nmt.data.io import atomic_write

@@ -25,6 +25,7 @@ from nmt import config as C
 from nmt.analysis.rmn_attention import mean_by_distance, plot_heatmap, plot_mean_by_distance, sentence_attention
 from nmt.data.io import atomic_write
 from nmt.lm_data import load_language_model, read_sentences
+from nmt.cli.common import check_out_dir_path, require_lines
 from nmt.errors import command
 
 
@@ -63,22 +64,28 @@ def cli_main(argv: list[str] | None = None) -> int:
         text = cfg.text or (models[0][1].data_config().resolve_text(cfg.split) if cfg.split else None)
         if not text:
             raise ValueError("--text or --split is required")
-    except (ValueError, FileNotFoundError) as err:
+    except ValueError as err:  # (a missing file reaches the error wrapper: PATH: No such file or directory)
         raise SystemExit(f"nmt-lm-attention: {err}") from None
     sentences = read_sentences(text, cfg.max_sentences)
+    if not sentences and cfg.max_sentences != 0:
+        require_lines(text, 0, "sentences")
     candidates = [i for i, s in enumerate(sentences) if 8 <= len(s) <= 25] or list(range(len(sentences)))
     picked = sorted(random.Random(cfg.seed).sample(candidates, min(cfg.samples, len(candidates))))
     out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    curves: dict[str, np.ndarray] = {}
-    record: dict = {"text": str(text), "sentences": len(sentences), "sampled_lines": [i + 1 for i in picked],
-                    "models": {}}
+    check_out_dir_path(out)
+    computed = []  # every model's attention first: a model that cannot give it leaves no --out-dir behind
     for name, loaded in models:
         try:
             items = sentence_attention(loaded, sentences)
             mean, steps = mean_by_distance(items)
         except ValueError as err:
             raise SystemExit(f"nmt-lm-attention: {err}") from None
+        computed.append((name, loaded, items, mean, steps))
+    out.mkdir(parents=True, exist_ok=True)
+    curves: dict[str, np.ndarray] = {}
+    record: dict = {"text": str(text), "sentences": len(sentences), "sampled_lines": [i + 1 for i in picked],
+                    "models": {}}
+    for name, loaded, items, mean, steps in computed:
         curves[name] = mean
         record["models"][name] = {"path": str(loaded.path), "arch": loaded.config.get("arch"),
                                   "memory_size": int(mean.shape[0]), "steps_averaged": steps,

@@ -23,7 +23,8 @@ from nmt.data.io import atomic_write
 from nmt.lm_data import (REGIMES, UNK_NOTE, encode_all, load_language_model, perplexity, read_sentences,
                          token_logprobs)
 from smt_features.perplexity import format_result
-from nmt.errors import command
+from nmt.cli.common import require_lines
+from nmt.errors import command, refuse_overwriting_inputs
 
 
 @dataclass
@@ -67,9 +68,13 @@ def cli_main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--regime must be one of {REGIMES}, got {regime!r}")
         if cfg.block < 0 or (cfg.block and regime != "stream"):
             raise ValueError("--block takes a positive token count and needs --regime stream")
-    except (ValueError, FileNotFoundError) as err:
+    except ValueError as err:  # (a missing file reaches the error wrapper: PATH: No such file or directory)
         raise SystemExit(f"nmt-lm-eval: {err}") from None
+    refuse_overwriting_inputs(outputs={"--json": cfg.json},
+                              inputs={"--text": text, "--vocab": cfg.vocab, "--model": cfg.model})
     words = read_sentences(text, cfg.max_sentences)
+    if not words and cfg.max_sentences != 0:
+        require_lines(text, 0, "sentences to score")
     t0 = time.perf_counter()
     logprobs = token_logprobs(loaded.model, encode_all(loaded.vocab, words), regime, start=loaded.start,
                               window=cfg.window, max_tokens=cfg.max_tokens, block=cfg.block)

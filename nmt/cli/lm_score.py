@@ -17,7 +17,8 @@ import torch
 from nmt import config as C
 from nmt.data.io import write_output
 from nmt.lm_data import REGIMES, encode_all, load_language_model, read_sentences, token_logprobs
-from nmt.errors import command
+from nmt.cli.common import require_lines
+from nmt.errors import command, refuse_overwriting_inputs
 
 
 @dataclass
@@ -42,12 +43,15 @@ def cli_main(argv: list[str] | None = None) -> int:
         raise SystemExit("nmt-lm-score: --text is required")
     if cfg.regime not in REGIMES:
         raise SystemExit(f"nmt-lm-score: --regime must be one of {REGIMES}")
+    refuse_overwriting_inputs(outputs={"--output": cfg.output},
+                              inputs={"--text": cfg.text, "--vocab": cfg.vocab, "--model": cfg.model})
     torch.set_num_threads(cfg.threads)
     try:
         loaded = load_language_model(cfg.model, which=cfg.checkpoint, vocab=cfg.vocab)
-    except (ValueError, FileNotFoundError) as err:
+    except ValueError as err:  # (a missing file reaches the error wrapper: PATH: No such file or directory)
         raise SystemExit(f"nmt-lm-score: {err}") from None
     words = read_sentences(cfg.text)
+    require_lines(cfg.text, len(words), "sentences to score")
     logprobs = token_logprobs(loaded.model, encode_all(loaded.vocab, words), cfg.regime, start=loaded.start,
                               window=cfg.window, max_tokens=cfg.max_tokens)
     lines = []

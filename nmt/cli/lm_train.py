@@ -34,6 +34,7 @@ from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.lm_data import LOSS_NORMS, LMDataConfig, build_task, check_word_vocab, read_sentences
 from nmt.models.lm import ARCHITECTURES, resolve
 from nmt.train import SCHEDULES, LoopConfig, OptimConfig, Trainer, scheduled_lr  # noqa: F401 (re-exported)
+from nmt.cli.common import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
 from nmt.errors import command
 
 
@@ -119,25 +120,33 @@ def cli_main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"nmt-lm-train: {err}") from None
     ctx = distributed.init(loop.device)  # no-op outside torchrun
     try:
-        return _run(ctx, name, arch, model_cls, data, model_cfg, optim, loop)
+        return _run(ctx, name, arch, model_cls, data, model_cfg, optim, loop, args.config)
     finally:
         distributed.shutdown()
 
 
 def _run(ctx: distributed.DistContext, name: str, arch: str, model_cls, data: LMDataConfig, model_cfg,
-         optim: LMOptimConfig, loop: LMLoopConfig) -> int:
+         optim: LMOptimConfig, loop: LMLoopConfig, config_file: str | None = None) -> int:
     torch.set_num_threads(loop.threads)
+    # everything is read and checked before anything is written: a refused run leaves no --out-dir behind
     out = Path(loop.out_dir)
-    if ctx.is_main:
-        out.mkdir(parents=True, exist_ok=True)
+    refuse_trained_out_dir(out, resume=loop.resume, overwrite=loop.overwrite)
+    inputs = {"--train": data.train, "--valid": data.valid, "--test": data.test, "--config": config_file}
+    own_copy = bool(data.vocab) and Path(data.vocab).resolve() == (out / "vocab.tsv").resolve()
+    refuse_out_dir_inputs(out, {**inputs, "--vocab": None if own_copy else data.vocab}, extra=["vocab.tsv"])
     try:
         with ctx.main_first():  # rank 0 may build and save --vocab; the others then read it
             vocab, vocab_path, vocab_how = _vocabulary(data, out, loop.resume, write=ctx.is_main)
         torch.manual_seed(loop.seed)
         task = build_task(data, vocab, batch_size=loop.batch_size, max_tokens=loop.max_tokens, seed=loop.seed,
                           vocab_path=vocab_path, loss_norm=optim.loss_norm)
-    except (ValueError, FileNotFoundError) as err:
+    except ValueError as err:  # (a missing file reaches the error wrapper: PATH: No such file or directory)
         raise SystemExit(f"nmt-lm-train: {err}") from None
+    if ctx.is_main:
+        if loop.overwrite:
+            for path in clear_run(out, [*inputs.values(), data.vocab]):
+                print(f"nmt-lm-train: --overwrite: removed {path}", file=sys.stderr)
+        out.mkdir(parents=True, exist_ok=True)
     model = model_cls.from_config(model_cfg, len(vocab))
     resolved = {"task": "lm", "arch": arch, "data": dataclasses.asdict(data), "model": dataclasses.asdict(model_cfg),
                 "optim": dataclasses.asdict(optim), "loop": dataclasses.asdict(loop),

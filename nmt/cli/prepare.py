@@ -1,11 +1,21 @@
 """Console script ``nmt-prepare`` (see :mod:`nmt.data.prepare`)."""
-from nmt.data.prepare import cli_main as _prepare_main
+import logging
+
+from nmt import config as nmt_config
+from nmt.data.prepare import PrepareConfig, prepare_parallel
 from nmt.errors import command
 
 
 @command("nmt-prepare")
 def cli_main(argv: list[str] | None = None) -> int:
-    return _prepare_main(argv)
+    """Bad input (a malformed corpus file, a missing corpus, bad options) is ``nmt-prepare: FILE:LINE: ...``
+    with exit status 2, through the toolkit's error wrapper."""
+    from nmt.data import prepare
+
+    cfg = nmt_config.parse(PrepareConfig, argv, description=prepare.__doc__.splitlines()[0])
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    prepare_parallel(cfg)
+    return 0
 
 
 if __name__ == "__main__":

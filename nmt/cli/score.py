@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import torch
 
 from nmt import config as C
-from nmt.data.io import write_output, read_parallel
+from nmt.data.io import DataError, read_parallel, write_output
 from nmt.model_io import load_translation_model
 from nmt.scoring import PairScorer
-from nmt.errors import command
+from nmt.errors import command, refuse_overwriting_inputs
 
 
 @dataclass
@@ -31,9 +31,13 @@ def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(ScoreConfig, argv, description=__doc__)
     if not cfg.src or not cfg.tgt:
         raise SystemExit("nmt-score: --src and --tgt are required")
+    refuse_overwriting_inputs(outputs={"--output": cfg.output},
+                              inputs={"--src": cfg.src, "--tgt": cfg.tgt, "--model": cfg.model})
     torch.set_num_threads(cfg.threads)
-    loaded = load_translation_model(cfg.model, which=cfg.checkpoint)
     pairs = read_parallel(cfg.src, cfg.tgt)
+    if not pairs:
+        raise DataError(f"{cfg.src}: empty file, and so is {cfg.tgt} (no pairs to score)")
+    loaded = load_translation_model(cfg.model, which=cfg.checkpoint)
     scorer = PairScorer(loaded.model, loaded.src_vocab, loaded.tgt_vocab, max_tokens=cfg.max_tokens)
     scores = scorer.score_pairs([s.split() for s, _ in pairs], [t.split() for _, t in pairs])
     values = [math.exp(s.log_prob) if cfg.probabilities else s.log_prob for s in scores]

@@ -9,12 +9,12 @@ from tqdm import tqdm
 
 from nmt import config as C
 from nmt.data.batching import pad
-from nmt.data.io import atomic_write, read_lines
+from nmt.data.io import DataError, atomic_write, read_lines
 from nmt.data.tokenize import MosesTokenizer
 from nmt.model_io import load_translation_model
 from nmt.models.gru_encdec import EOS
 from nmt.search import beam_search
-from nmt.errors import command
+from nmt.errors import command, refuse_overwriting_inputs
 
 
 @dataclass
@@ -32,16 +32,32 @@ class TranslateConfig:
     nbest: int = C.field(1, help="hypotheses per sentence")
     len_penalty: float = C.field(1.0, help="rank by log p / length**len_penalty (0 = raw log-probability)")
     batch_size: int = C.field(32, help="sentences per batch")
+    max_input_len: int = C.field(1000, help="refuse an input line of more tokens than this, naming it (decoding "
+                                            "runs up to 2 x length + 10 steps; 0 = no limit)")
     threads: int = C.field(2, help="torch threads")
 
 
-def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = True) -> list[list[tuple[str, float]]]:
+def tokenize_lines(cfg: TranslateConfig, lines: list[str], path: str = "input") -> list[list[str]]:
+    """Tokens of each input line (Moses-tokenized unless ``cfg.tokenized``); a line longer than
+    ``cfg.max_input_len`` tokens is a :class:`DataError` at ``path`` and its line number."""
+    src_tok = MosesTokenizer(cfg.src_lang, lowercase=cfg.lowercase)
+    tokens = [line.split() if cfg.tokenized else src_tok.tokenize(line) for line in lines]
+    if cfg.max_input_len > 0:
+        for line_no, toks in enumerate(tokens, start=1):
+            if len(toks) > cfg.max_input_len:
+                raise DataError(path, line_no, f"{len(toks)} tokens, more than --max-input-len {cfg.max_input_len}: "
+                                               "split the line, or raise --max-input-len (0 = no limit)")
+    return tokens
+
+
+def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = True, *,
+                    tokens: list[list[str]] | None = None) -> list[list[tuple[str, float]]]:
     """Translate raw (or tokenized) lines; returns per line the n-best (text, ln p) pairs."""
+    if tokens is None:
+        tokens = tokenize_lines(cfg, lines)
     torch.set_num_threads(cfg.threads)
     loaded = load_translation_model(cfg.model, which=cfg.checkpoint)
-    src_tok = MosesTokenizer(cfg.src_lang, lowercase=cfg.lowercase)
     tgt_tok = MosesTokenizer(cfg.tgt_lang)
-    tokens = [line.split() if cfg.tokenized else src_tok.tokenize(line) for line in lines]
     ids = [loaded.src_vocab.encode(t) for t in tokens]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     results: list[list[tuple[str, float]]] = [[] for _ in ids]
@@ -60,8 +76,12 @@ def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = Tru
 @command("nmt-translate")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(TranslateConfig, argv, description=__doc__)
-    lines = read_lines(cfg.input if cfg.input != "-" else "/dev/stdin")
-    results = translate_lines(cfg, lines)
+    refuse_overwriting_inputs(outputs={"--output": cfg.output}, inputs={"--input": cfg.input, "--model": cfg.model})
+    source = cfg.input if cfg.input != "-" else "/dev/stdin"
+    lines = read_lines(source)
+    if not lines:
+        raise DataError(f"{source}: empty input (no sentences to translate)")
+    results = translate_lines(cfg, lines, tokens=tokenize_lines(cfg, lines, source))
     out = sys.stdout if cfg.output == "-" else None
     if out is None:
         with atomic_write(cfg.output) as fh:

@@ -22,7 +22,7 @@ from typing import Any
 from nmt import config as nmt_config
 from nmt.config import field
 from nmt.data.corpora import Split, get_split
-from nmt.data.io import atomic_write, check_parallel_lengths, iter_parallel, read_tsv_pairs
+from nmt.data.io import DataError, atomic_write, check_parallel_lengths, iter_parallel, read_tsv_pairs
 from nmt.data.tokenize import MosesTokenizer
 from nmt.data.vocab import UNK_ID, SentencePieceVocab, Vocabulary
 
@@ -91,6 +91,10 @@ def iter_split_pairs(split: Split, src_lang: str, tgt_lang: str, *, allow_empty:
     return ((src_tok.detokenize(s.split()), tgt_tok.detokenize(t.split())) for s, t in pairs)
 
 
+def _files_of(split: Split) -> str:
+    return " and ".join(str(p) for p in split.files.values())
+
+
 def _read_train(cfg: PrepareConfig, split: Split) -> list[Pair]:
     pairs = iter_split_pairs(split, cfg.src_lang, cfg.tgt_lang, allow_empty=True)
     if cfg.max_train_pairs is None:
@@ -139,13 +143,24 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
     """Prepare ``cfg.out_dir`` (see the module docstring); returns the statistics written to prepare.json."""
     _validate(cfg)
     out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     langs = (cfg.src_lang, cfg.tgt_lang)
     stats: dict[str, Any] = {"corpus": cfg.corpus, "src_lang": cfg.src_lang, "tgt_lang": cfg.tgt_lang,
                              "tokenizer": cfg.tokenizer, "splits": {}, "vocab": {}, "files": []}
 
     train_name = _split_name(cfg.train_split)
-    pairs = _read_train(cfg, _resolve(cfg, cfg.train_split))
+    train_split = _resolve(cfg, cfg.train_split)
+    pairs = _read_train(cfg, train_split)
+    if not pairs:
+        raise DataError(f"{_files_of(train_split)}: empty (no training pairs)")
+    # every split is read (and checked) before anything is written: a bad file leaves no partial output
+    eval_specs = ([cfg.dev_split] if cfg.dev_split else []) + list(cfg.test_splits)
+    eval_raw = {}
+    for spec in eval_specs:
+        split = _resolve(cfg, spec)
+        eval_raw[spec] = list(iter_split_pairs(split, cfg.src_lang, cfg.tgt_lang))
+        if not eval_raw[spec]:
+            raise DataError(f"{_files_of(split)}: empty (no {split.name} pairs)")
+    out.mkdir(parents=True, exist_ok=True)
     sp_models = _train_sentencepiece(cfg, out, pairs) if cfg.tokenizer == "sentencepiece" else {}
     tokenize = _tokenizers(cfg, sp_models)
 
@@ -188,9 +203,9 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
         stats["vocab"][lang] = {"file": file_name, "size": len(vocabs[lang]),
                                 "fingerprint": vocabs[lang].fingerprint()}
 
-    for spec in ([cfg.dev_split] if cfg.dev_split else []) + list(cfg.test_splits):
+    for spec in eval_specs:
         name = _split_name(spec)
-        raw = list(iter_split_pairs(_resolve(cfg, spec), cfg.src_lang, cfg.tgt_lang))
+        raw = eval_raw[spec]
         toks = [(tokenize[0](s), tokenize[1](t)) for s, t in raw]
         stats["files"] += _write_split(out, name, langs, raw, toks)
         split_stats: dict[str, Any] = {"pairs": len(raw), "tokens": {}, "oov_rate": {}}

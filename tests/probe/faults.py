@@ -26,3 +26,11 @@ LONG_LINE = text(GOOD_SRC[:1] + [" ".join(["s1"] * 5000)] + GOOD_SRC[2:])
 
 #: a short side: the aligned file has fewer lines (message names the shorter file at its first missing line)
 SHORT = text(GOOD_TGT[:3])
+
+#: a --config YAML that does not parse: the message must name the file and the line of the fault
+MALFORMED_YAML = ("threads: 1\nbeam_size: 5\nbad: indent: here\n", 3)
+
+
+def truncated(data: bytes) -> bytes:
+    """The first half of a file (a copy cut short, e.g. a checkpoint of a killed transfer)."""
+    return data[: len(data) // 2]

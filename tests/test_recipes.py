@@ -2,8 +2,10 @@
 the real corpora skip when ``$MT_DATA`` (default ``../shared/data``) does not hold them."""
 from __future__ import annotations
 
+import csv
 import gzip
 import json
+import math
 import os
 import re
 import subprocess
@@ -30,6 +32,37 @@ def need(*paths: str) -> None:
         pytest.skip(f"corpus files not found under {MT_DATA}: {missing}")
 
 
+def copy_through(work: Path, split: str) -> tuple[float, float, int]:
+    """sacreBLEU (BLEU, chrF) of the *untranslated* source against the reference the recipe scored
+    with (``WORK/text/SPLIT.ref.fr``, the raw French, its first N lines), computed here: the floor a
+    translation pipeline must clear. The source is the raw English of ``WORK/data/SPLIT.en``
+    (``nmt-prepare``'s copy), line-aligned with the raw French of ``WORK/data/SPLIT.fr``."""
+    import sacrebleu
+
+    ref = (work / "text" / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
+    src = (work / "data" / f"{split}.en").read_text(encoding="utf-8").splitlines()[:len(ref)]
+    assert (work / "data" / f"{split}.fr").read_text(encoding="utf-8").splitlines()[:len(ref)] == ref
+    assert len(src) == len(ref) > 0
+    return (sacrebleu.corpus_bleu(src, [ref]).score, sacrebleu.corpus_chrf(src, [ref]).score, len(ref))
+
+
+def check_baseline(smt: Path, split: str, min_bleu_gain: float) -> float:
+    """The tuned phrase-based baseline (MERT run 1) on SPLIT: its recorded BLEU is what sacreBLEU gives
+    its detokenized output here, and it beats a copy-through of the source by ``min_bleu_gain`` BLEU
+    (and by chrF). Returns the baseline's BLEU."""
+    import sacrebleu
+
+    copy_bleu, copy_chrf, n = copy_through(smt, split)
+    res = json.loads((smt / "tune.1" / f"{split}.scores.json").read_text())
+    hyp = (smt / "tune.1" / f"{split}.fr").read_text(encoding="utf-8").splitlines()
+    ref = (smt / "text" / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
+    assert res["num_sentences"] == len(hyp) == n
+    assert res["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyp, [ref]).score, abs=1e-6)
+    assert res["bleu"] > copy_bleu + min_bleu_gain, (split, res["bleu"], copy_bleu)
+    assert res["chrf"] > copy_chrf, (split, res["chrf"], copy_chrf)
+    return res["bleu"]
+
+
 def need_tools() -> None:
     from smt_features.kenlm_lm import KenLMNotFoundError, find_kenlm_binary
 
@@ -51,17 +84,65 @@ def test_reverse_copy_quick(tmp_path: Path) -> None:
     assert "| mogrifier (r=5) |" in out
 
 
+def test_sentence_completion_trains_the_papers_model() -> None:
+    """The 69.2 % model of the RMN paper (§6) is what run.sh trains by default, at both scales: a
+    unidirectional RM(+tM-g) with three LSTM layers below the memory block and dropout 0.3."""
+    import yaml
+
+    from nmt.models.lm import build_config, build_lm
+
+    here = ROOT / "recipes" / "sentence_completion"
+    default = re.search(r'^models="([^"]*)"$', (here / "run.sh").read_text(), re.M).group(1).split()
+    assert "rm+tM-g-3x128" in default
+    cfg = yaml.safe_load((here / "config.yaml").read_text())
+    for section in ("rm+tM-g-3x128", "rm+tM-g-3x128-quick"):
+        arch, model = build_config(cfg[section]["arch"])
+        assert arch == "rm" and (model.num_layers, model.temporal, model.composition) == (3, True, "gating")
+        assert model.dropout_emb == model.dropout_hidden == model.dropout_out == 0.3
+    lm = build_lm(cfg["rm+tM-g-3x128"]["arch"], 50)
+    assert lm.lstm.num_layers == 3 and lm.lstm.dropout == 0.3 and not lm.lstm.bidirectional
+    assert not hasattr(lm, "top")                                  # RM: no LSTM above the memory block
+
+
 @pytest.mark.slow
 def test_sentence_completion_quick(tmp_path: Path) -> None:
-    need("msr-sentence-completion/Holmes_Training_Data.tar.xz", "msr-sentence-completion/testing_data.csv")
+    """The default models (LSTM and the paper's RM(+tM-g), 3 LSTM layers, dropout 0.3) at --quick scale:
+    each answers every question with one of its five candidates, the answer being the candidate it
+    scores highest, and the accuracy is the share of those answers that match the answer key."""
+    need("msr-sentence-completion/Holmes_Training_Data.tar.xz", "msr-sentence-completion/testing_data.csv",
+         "msr-sentence-completion/test_answer.csv")
     need_tools()
-    out = run("recipes/sentence_completion/run.sh", "--quick", "--models", "lstm-1x128", "--threads", "1",
-              "--work", str(tmp_path))
+    out = run("recipes/sentence_completion/run.sh", "--quick", "--threads", "1", "--work", str(tmp_path),
+              timeout=1200)
+    msr = MT_DATA / "msr-sentence-completion"
+    with open(msr / "test_answer.csv", encoding="utf-8", newline="") as fh:
+        key = {row["id"]: row["answer"].strip() for row in csv.DictReader(fh)}
+    assert len(key) == 1040
     acc = json.loads((tmp_path / "accuracy.json").read_text())
-    assert set(acc) == {"kenlm-5gram", "lstm-1x128"}
-    assert all(v["questions"] == 1040 and 0 <= v["accuracy"] <= 100 for v in acc.values())
+    assert set(acc) == {"kenlm-5gram", "lstm-1x128", "rm+tM-g-3x128"}
+    for name, v in acc.items():
+        rows = [line.split("\t") for line in (tmp_path / "predictions" / f"{name}.tsv").read_text().splitlines()]
+        assert [r[0] for r in rows] == list(key)                      # every question once, in order
+        correct = 0
+        for qid, pick, gold, scores in rows:
+            s = [float(x) for x in scores.split()]
+            assert len(s) == 5 and all(math.isfinite(x) and x < 0 for x in s)   # ln p of a whole sentence
+            assert len(pick) == 1 and pick in "abcde"
+            assert s["abcde".index(pick)] >= max(s) - 1e-4        # the best-scoring one (scores printed to 4 places)
+            assert gold == key[qid]
+            correct += pick == gold
+        assert v["questions"] == 1040 and v["correct"] == correct
+        assert 0.0 <= v["accuracy"] / 100 <= 1.0 and v["accuracy"] == round(100 * correct / 1040, 2)
+        assert f"{name}: {correct} / 1040 correct" in out
     assert len((tmp_path / "text" / "novels.txt").read_text().split()) == 2
-    assert "69.2 %" in out
+    # the neural model really is the paper's sentence-completion RM: 3 LSTM layers below the memory block
+    import yaml
+
+    summary = json.loads((tmp_path / "rm+tM-g-3x128" / "summary.json").read_text())
+    assert summary["arch"] == "rm" and summary["preset"] == "rm-paper-msr" and 0 < summary["train_lines"] <= 3000
+    model = yaml.safe_load((tmp_path / "rm+tM-g-3x128" / "config.yaml").read_text())["model"]
+    assert (model["num_layers"], model["temporal"], model["composition"]) == (3, True, "gating")
+    assert model["dropout_hidden"] == model["dropout_out"] == 0.3
 
 
 @pytest.mark.slow
@@ -89,6 +170,9 @@ def test_multi30k_table_quick(tmp_path: Path) -> None:
     for system in ("Baseline", "+RNN", "+RNN+WP", "+LSTM-LM", "+RMN-LM", "+Mogrifier-LM", "+all"):
         row = re.search(rf"^\| {re.escape(system)} \| ([0-9.]+) ± ", table, re.M)
         assert row and 0.0 <= float(row.group(1)) <= 100.0, system
+    # the quick baseline translates: well above the untranslated source on both test sets
+    for split in ("test_2016_flickr", "test_2017_flickr"):
+        check_baseline(smt, split, min_bleu_gain=10.0)
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in table
     records = json.loads((rerank / "results" / "all.json").read_text())
     assert {r["set"] for r in records} == {"val", "test_2016_flickr", "test_2017_flickr"}
@@ -107,6 +191,7 @@ def test_wmt_small_quick(tmp_path: Path) -> None:
     assert "| BLEU | newstest2012 | newstest2013 | runs |" in table
     for system in ("Baseline", "+RNN", "+RNN+WP"):
         assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
+    check_baseline(tmp_path / "smt", "newstest2013", min_bleu_gain=5.0)
     # references are the unescaped, detokenized newstest text (no Moses escapes left)
     ref = (tmp_path / "smt" / "text" / "newstest2013.ref.fr").read_text(encoding="utf-8")
     assert "&apos;" not in ref and "&quot;" not in ref and " ' " not in ref[:20000]
@@ -118,7 +203,19 @@ def test_multi30k_nmt_quick_tiny(tmp_path: Path) -> None:
     need("multi30k/train.en.gz", "multi30k/test_2017_flickr.fr.gz")
     out = run("recipes/multi30k_enfr/run.sh", "--quick", "--work", str(tmp_path), "--", "--max-updates", "20",
               "--threads", "1")
+    import sacrebleu
+
     for split in ("test_2016_flickr", "test_2017_flickr"):
         res = json.loads((tmp_path / f"{split}.scores.json").read_text())
-        assert res["num_sentences"] == 1000 and 0.0 <= res["bleu"] <= 100.0
+        hyp = (tmp_path / f"{split}.hyp.fr").read_text(encoding="utf-8").splitlines()
+        ref = (tmp_path / "data" / f"{split}.fr").read_text(encoding="utf-8").splitlines()
+        src = (tmp_path / "data" / f"{split}.en").read_text(encoding="utf-8").splitlines()
+        assert res["num_sentences"] == len(hyp) == len(ref) == len(src) == 1000
+        # the recorded scores are sacreBLEU's on the files the recipe wrote (recomputed here) ...
+        assert res["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyp, [ref]).score, abs=1e-6)
+        assert res["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyp, [ref]).score, abs=1e-6)
+        # ... of decoder output, not the source passed through (20 updates are far too few to translate,
+        # so no quality floor here; the SMT baseline tests have one)
+        assert any(h.strip() for h in hyp)
+        assert sum(h == s for h, s in zip(hyp, src)) < 10
     assert "BLEU" in out

@@ -6,7 +6,7 @@
 # (betas 0.9/0.999), gradient norm clipped at 0.25, loss = mean nats per token, one thread each.
 # Prints the validation perplexity of both (N = words + one </s> per line, blocks of 35 from a
 # zero state, as fairseq-eval-lm scores) and the training tokens/s of both, with the ratio.
-#   benchmarks/fairseq_lm_compare.sh [WORK_DIR]     (needs the fairseq extra: docs/scale_out.md)
+#   benchmarks/fairseq_lm_compare.sh [WORK_DIR]     (needs the fairseq extra, which `make setup` installs)
 # Data: $MT_DATA/ptb (default ../shared/data beside the repository).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +16,7 @@ ptb=$MT_DATA/ptb
 bin=$root/.venv/bin
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 "$bin/python" -c "import fairseq" 2>/dev/null || {
-  echo "fairseq is not installed (the optional extra): see docs/scale_out.md" >&2; exit 2; }
+  echo "fairseq is not installed (the optional extra): run \`make setup\` (scripts/setup.sh), see docs/scale_out.md" >&2; exit 2; }
 mkdir -p "$work"
 rm -rf "$work/nmt" "$work/fairseq"
 echo "== load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"

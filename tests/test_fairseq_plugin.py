@@ -1,8 +1,10 @@
 """The fairseq ``--user-dir`` plugin (nmt/fairseq_plugin): registry, shapes, equivalence with our
 models, incremental decoding, and a tiny ``fairseq-preprocess`` + ``fairseq-train`` run.
 
-Skipped (with the reason) when fairseq is not importable; install it with
-``pip install --no-deps --no-build-isolation fairseq-fixed==0.12.3.1`` (docs/scale_out.md).
+``scripts/setup.sh`` (``make setup``) installs fairseq (the optional extra, docs/scale_out.md). Without it
+these tests skip with the reason, except when the environment variable ``CI`` is set (to anything but
+``""``/``0``/``false``/``no``): there a missing or broken fairseq fails them, so that CI cannot quietly
+stop exercising the plugin.
 """
 from __future__ import annotations
 
@@ -20,12 +22,24 @@ import torch
 import nmt
 
 PLUGIN_DIR = Path(nmt.__file__).resolve().parent / "fairseq_plugin"
-SKIP_REASON = ("fairseq is not importable; install the optional extra with "
-               "`pip install --no-deps --no-build-isolation fairseq-fixed==0.12.3.1` (see docs/scale_out.md)")
+SKIP_REASON = ("fairseq is not importable; `make setup` (scripts/setup.sh) installs the optional extra "
+               "(by hand: docs/scale_out.md, 'Installing the optional extra')")
 
 ENCDEC_ARCHS = ["cho2014_gru", "cho2014_gru_cpu_base", "cho2014_gru_cpu_small", "cho2014_gru_tiny"]
 LM_ARCHS = ["lstm_lm_nmt", "rmn_rm", "rmn_rmr", "mogrifier_lm", "lstm_lm_nmt_1x128", "rmn_rm_paper",
             "rmn_rmr_paper", "mogrifier_lm_paper", "mogrifier_lm_1x128"]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing(reason: str):
+    """Skip on a developer's machine; fail under CI, where the set-up installs fairseq."""
+    if in_ci():
+        pytest.fail(f"{reason} -- CI is set, so the fairseq plugin's tests must run: scripts/setup.sh installs "
+                    "the extra and fails if it cannot", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +48,7 @@ def fs():
         import fairseq.models  # noqa: F401
         import nmt.fairseq_plugin as plugin
     except Exception as exc:  # ImportError, or a broken install
-        pytest.skip(f"{SKIP_REASON} ({type(exc).__name__}: {exc})")
+        missing(f"{SKIP_REASON} ({type(exc).__name__}: {exc})")
     from fairseq.data import Dictionary
     return SimpleNamespace(models=fairseq.models, plugin=plugin, Dictionary=Dictionary)
 
@@ -183,7 +197,7 @@ def test_fairseq_train_mogrifier(fs, tmp_path):
     """fairseq-preprocess --only-source + fairseq-train --user-dir … --arch mogrifier_lm, 1 epoch, CPU."""
     bindir = Path(sys.executable).parent
     if not (bindir / "fairseq-train").exists():
-        pytest.skip(f"fairseq-train not found next to {sys.executable}")
+        missing(f"fairseq-train not found next to {sys.executable}")
     rng = random.Random(0)
     words = [f"w{i}" for i in range(30)]
     for split, n in (("train", 120), ("valid", 30)):  # a 12-line valid set gave "The dataset is empty"
@@ -213,7 +227,7 @@ def test_fairseq_train_and_generate_encdec(fs, tmp_path):
     (beam search through the incremental decoder)."""
     bindir = Path(sys.executable).parent
     if not (bindir / "fairseq-generate").exists():
-        pytest.skip(f"fairseq-generate not found next to {sys.executable}")
+        missing(f"fairseq-generate not found next to {sys.executable}")
     rng = random.Random(0)
     for split, n in (("train", 120), ("valid", 24)):
         pairs = [[rng.randrange(12) for _ in range(rng.randint(2, 6))] for _ in range(n)]

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from nmt.config import field
-from nmt.data.io import atomic_write
+from nmt.data.io import DataError, atomic_write, count_lines
 from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.paths import resolve_checkpoint
 from smt_features.phrase_table import PhraseTableError, PhraseTableReader, append_scores
@@ -201,25 +201,14 @@ def _open_binary(path: str):
 
 
 def count_table_lines(path: str) -> int:
-    """Number of lines of a table (a last line without ``\\n`` counts).
-
-    A truncated or corrupt ``.gz`` raises :class:`PhraseTableError` at the line where the stream
-    broke: the data is read in the pieces the decompressor returns (``read1``), so every line
-    decompressed before the break is counted (a plain ``read(1 MiB)`` would lose the block the error
-    interrupts and blame line 1).
-    """
-    count = 0
-    last = b"\n"
-    with _open_binary(path) as fh:
-        read = getattr(fh, "read1", fh.read)
-        try:
-            for block in iter(lambda: read(1 << 20), b""):
-                count += block.count(b"\n")
-                last = block[-1:]
-        except (EOFError, OSError, zlib.error) as err:  # truncated / corrupt gzip
-            raise PhraseTableError(path, count + 1, f"cannot read file (corrupt or truncated gzip stream: {err})"
-                                   ) from None
-    return count + (last != b"\n")
+    """Number of lines of a table (see :func:`nmt.data.io.count_lines`); a truncated or corrupt ``.gz``
+    raises :class:`PhraseTableError` at the line where the stream broke."""
+    try:
+        return count_lines(path)
+    except PhraseTableError:
+        raise
+    except DataError as err:
+        raise PhraseTableError(path, err.line or 1, f"cannot read file ({err.detail})") from None
 
 
 class TableLines:

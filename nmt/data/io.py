@@ -111,12 +111,18 @@ def read_lines(path: PathLike, *, allow_empty: bool = False) -> list[str]:
 
 
 def count_lines(path: PathLike) -> int:
-    """Number of lines (a last line without ``\\n`` counts)."""
+    """Number of lines (a last line without ``\\n`` counts).
+
+    A truncated or corrupt ``.gz`` raises :class:`DataError` at the line where the stream broke: the
+    data is read in the pieces the decompressor returns (``read1``), so every line decompressed before
+    the break is counted (a plain ``read(1 MiB)`` would lose the block the error interrupts).
+    """
     count = 0
     last = b"\n"
     with open_text(path, "rb") as fh:
+        read = getattr(fh, "read1", fh.read)
         try:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
+            for chunk in iter(lambda: read(1 << 20), b""):
                 count += chunk.count(b"\n")
                 last = chunk[-1:]
         except _GZIP_ERRORS as err:

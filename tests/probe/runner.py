@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import os
 import subprocess
 import sys
 import tomllib
@@ -27,13 +28,27 @@ def main_of(prog: str):
     return getattr(importlib.import_module(module), func)
 
 
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def run_in_process(case: Case, ws: Workspace) -> Outcome:
     """Call the command's ``cli_main`` with stderr captured (what its console script does)."""
     argv = case.argv(ws)
     ws.reset_outputs()
     before = digest(ws.input_files())
     err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    with _environment(case.env(ws)), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
             status = main_of(case.prog)(argv)
         except SystemExit as exit_:  # a command without the error wrapper
@@ -54,5 +69,5 @@ def run_as_script(case: Case, ws: Workspace, bin_dir: Path, timeout: float = 600
     ws.reset_outputs()
     before = digest(ws.input_files())
     proc = subprocess.run([str(bin_dir / case.prog), *argv], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, cwd=ws.root)
+                          stdin=subprocess.DEVNULL, cwd=ws.root, env={**os.environ, **case.env(ws)})
     return judge(case, ws, proc.returncode, proc.stderr, before)

@@ -78,7 +78,9 @@ bash "$here/smt_baseline.sh" $qflag --work "$smt" --mert-runs "$runs" --threads 
   ${tune_extra:+--tune-flags "$tune_extra"}
 t=$smt/text
 if [ $quick = 1 ]; then
-  tune_flags=(--nbest 20 --max-iterations 2 --restarts 5)
+  # two MERT iterations can end on weights never decoded with (negative TM weights gave 0.75 BLEU once):
+  # at this scale keep LM/TM/distortion weights in [0, 1] (Moses --range + clipping), as wmt_small does
+  tune_flags=(--nbest 20 --max-iterations 2 --restarts 5 --ranges LM0:0..1 TranslationModel0:0..1 Distortion0:0..1 --clip-to-ranges)
 else
   tune_flags=(--nbest 100)
 fi

@@ -80,3 +80,15 @@ def refused(capsys, match: str | None, status: int) -> bool:
     assert "Traceback" not in err, err[-2000:]
     assert match is None or re.search(match, err), f"{match!r} not in stderr: {err[-2000:]}"
     return True
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op torch thread for the test (deterministic reductions on every CPU; the CI box is
+    shared). Use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

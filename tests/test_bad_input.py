@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from probe import Workspace, all_cases
 from probe.runner import run_in_process
@@ -22,12 +21,7 @@ def workspace(tmp_path_factory) -> Workspace:
     return Workspace(Path(tmp_path_factory.mktemp("probe")))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

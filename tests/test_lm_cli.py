@@ -31,12 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(10)]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _sentence(rng: random.Random) -> str:

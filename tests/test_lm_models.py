@@ -16,13 +16,7 @@ from nmt.models.lm.lstm import LSTMConfig, LSTMLM
 from nmt.models.lm.mogrifier import MogrifierConfig, MogrifierLayerFunction, MogrifierLM
 from nmt.models.lm.rmn import RMLM, RMNConfig, RMRLM
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: intra-op threads only add synchronisation (and the CI box is shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 V = 31

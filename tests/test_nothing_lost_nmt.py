@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from conftest import make_toy_data
 
 from nmt.checkpoint import load_checkpoint
@@ -46,12 +45,7 @@ def folder_digest(folder: Path) -> dict[str, str]:
     return {p.name: sha(p) for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

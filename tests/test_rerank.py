@@ -16,14 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ARPA = ROOT / "tests" / "data" / "kenlm" / "hand_bigram.arpa"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

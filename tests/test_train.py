@@ -25,13 +25,7 @@ def _args(data: Path, out: Path, *extra: str) -> list[str]:
             "--threads", "1", *extra]  # one thread: bit-exact comparisons even on a loaded machine
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """In-process training: one intra-op thread (deterministic reductions; the CI box is shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_training_lowers_dev_loss(toy_data: Path, tmp_path: Path) -> None:

@@ -315,21 +315,8 @@ def test_dash_reads_stdin_and_writes_stdout(model: Path, lm: Path, tmp_path: Pat
 
 # -------------------------------------------------------------------------------- nmt-prepare
 @pytest.fixture
-def tiny_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from nmt.data import corpora
-
-    tiny = Path(__file__).parent / "data" / "tiny"
-    root = tmp_path / "mt_data"
-    (root / "multi30k").mkdir(parents=True)
-    layout = {"train": "train", "val": "val", "test_2016_flickr": "test", "test_2017_flickr": "test"}
-    for split, name in layout.items():
-        for lang in ("en", "fr"):
-            data = (tiny / f"{name}.{lang}").read_bytes()
-            (root / "multi30k" / f"{split}.{lang}.gz").write_bytes(gzip.compress(data))
-    monkeypatch.setenv("MT_DATA", str(root))
-    monkeypatch.setenv("MT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(corpora, "_urlopen", lambda url: pytest.fail(f"network used: {url}"))
-    return root / "multi30k"
+def multi30k_dir(tiny_root: Path) -> Path:
+    return tiny_root / "multi30k"
 
 
 @pytest.mark.parametrize("fault, content, where", [
@@ -338,24 +325,24 @@ def tiny_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ("misaligned", b"A dog.\n", "test_2017_flickr.fr.gz:2:"),
     ("empty-file", b"", "test_2017_flickr.fr.gz:1:"),
 ])
-def test_prepare_reports_bad_split_before_writing(tiny_root: Path, tmp_path: Path, capsys, fault, content,
+def test_prepare_reports_bad_split_before_writing(multi30k_dir: Path, tmp_path: Path, capsys, fault, content,
                                                   where) -> None:
     from nmt.cli.prepare import cli_main as prepare_main
 
-    (tiny_root / "test_2016_flickr.en.gz").write_bytes(gzip.compress(b"A dog.\nA cat.\n"))
-    (tiny_root / "test_2016_flickr.fr.gz").write_bytes(gzip.compress(b"Un chien.\nUn chat.\n"))
-    (tiny_root / "test_2017_flickr.en.gz").write_bytes(gzip.compress(b"A dog.\nA cat.\n"))
-    (tiny_root / "test_2017_flickr.fr.gz").write_bytes(gzip.compress(content))
+    (multi30k_dir / "test_2016_flickr.en.gz").write_bytes(gzip.compress(b"A dog.\nA cat.\n"))
+    (multi30k_dir / "test_2016_flickr.fr.gz").write_bytes(gzip.compress(b"Un chien.\nUn chat.\n"))
+    (multi30k_dir / "test_2017_flickr.en.gz").write_bytes(gzip.compress(b"A dog.\nA cat.\n"))
+    (multi30k_dir / "test_2017_flickr.fr.gz").write_bytes(gzip.compress(content))
     out = tmp_path / "out"
     refused(capsys, prepare_main(["--out-dir", str(out)]), where)
     assert not out.exists()  # the last split is bad: nothing of the others was written
 
 
-def test_prepare_both_sides_empty(tiny_root: Path, tmp_path: Path, capsys) -> None:
+def test_prepare_both_sides_empty(multi30k_dir: Path, tmp_path: Path, capsys) -> None:
     from nmt.cli.prepare import cli_main as prepare_main
 
     for lang in ("en", "fr"):
-        (tiny_root / f"val.{lang}.gz").write_bytes(gzip.compress(b""))
+        (multi30k_dir / f"val.{lang}.gz").write_bytes(gzip.compress(b""))
     out = tmp_path / "out"
     refused(capsys, prepare_main(["--out-dir", str(out)]), "val.en.gz", "empty (no val pairs)")
     assert not out.exists()

@@ -18,22 +18,6 @@ TINY = Path(__file__).parent / "data" / "tiny"
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 
-@pytest.fixture
-def tiny_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A data root laid out like multi30k/, gzipped from tests/data/tiny."""
-    root = tmp_path / "mt_data"
-    (root / "multi30k").mkdir(parents=True)
-    layout = {"train": "train", "val": "val", "test_2016_flickr": "test", "test_2017_flickr": "test"}
-    for split, name in layout.items():
-        for lang in ("en", "fr"):
-            data = (TINY / f"{name}.{lang}").read_bytes()
-            (root / "multi30k" / f"{split}.{lang}.gz").write_bytes(gzip.compress(data))
-    monkeypatch.setenv("MT_DATA", str(root))
-    monkeypatch.setenv("MT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(corpora, "_urlopen", lambda url: pytest.fail(f"network used: {url}"))
-    return root
-
-
 def test_prepare_tiny_corpus(tiny_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     cfg = PrepareConfig(out_dir=str(out), max_len=12, src_vocab_size=5, tgt_vocab_size=100)

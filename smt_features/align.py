@@ -19,7 +19,9 @@ direction gives each target word at most one source word (Koehn's
 each source word at most one target word (``f2e``).
 
 eflomal samples (Gibbs), so two runs can give slightly different alignments.
-Sentences of 1024 or more tokens are not aligned by eflomal (empty links).
+Sentences of 1024 or more tokens (:data:`EFLOMAL_MAX_TOKENS`) are not aligned by
+eflomal (empty links); :func:`eflomal_align` says so in the log, with their
+count and first line numbers.
 """
 from __future__ import annotations
 
@@ -45,8 +47,49 @@ SYMMETRIZATIONS = ("intersection", "union", "grow-diag", "grow-diag-final", "gro
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
+#: eflomal leaves a sentence pair with this many tokens (or more) on a side unaligned.
+EFLOMAL_MAX_TOKENS = 1024
+#: Moses ``clean-corpus-n.perl``'s default length ratio: pairs beyond it are mentioned in the log.
+CLEAN_CORPUS_RATIO = 9.0
+#: How many line numbers a log message lists.
+LISTED_LINES = 5
+
+
 class AlignmentError(RuntimeError):
     """eflomal did not produce the expected output."""
+
+
+def _some_lines(indices: Sequence[int]) -> str:
+    """``"2, 7, 9"`` (1-based) for the first :data:`LISTED_LINES` 0-based indices, ``", ..."`` beyond."""
+    shown = ", ".join(str(k + 1) for k in indices[:LISTED_LINES])
+    return shown + (", ..." if len(indices) > LISTED_LINES else "")
+
+
+def long_pairs(lengths: Sequence[tuple[int, int]], limit: int = EFLOMAL_MAX_TOKENS) -> list[int]:
+    """0-based indices of the pairs with ``limit`` or more tokens on a side."""
+    return [k for k, (sl, tl) in enumerate(lengths) if sl >= limit or tl >= limit]
+
+
+def report_long_and_uneven(lengths: Sequence[tuple[int, int]], where: PathLike = "the corpus",
+                           ratio: float = CLEAN_CORPUS_RATIO) -> list[int]:
+    """Log the pairs whose sides differ in length by more than ``ratio`` (Moses ``clean-corpus-n``
+    would drop them; they are kept here, but usually are misaligned lines). Returns their indices."""
+    uneven = [k for k, (sl, tl) in enumerate(lengths) if sl and tl and max(sl, tl) > ratio * min(sl, tl)]
+    if uneven:
+        log.warning("%s: %d sentence pair(s) with a length ratio above %g (line(s) %s): kept, but check that "
+                    "the files are line-aligned (Moses clean-corpus-n would drop them)", where, len(uneven),
+                    ratio, _some_lines(uneven))
+    return uneven
+
+
+def report_unaligned(links: Sequence[Links], lengths: Sequence[tuple[int, int]],
+                     where: PathLike = "the corpus") -> list[int]:
+    """Log the pairs with words on both sides but not one alignment link (they give no phrase pairs)."""
+    bare = [k for k, (a, (sl, tl)) in enumerate(zip(links, lengths)) if sl and tl and not a]
+    if bare:
+        log.warning("%s: %d sentence pair(s) without any alignment link (line(s) %s): they give no phrase pairs",
+                    where, len(bare), _some_lines(bare))
+    return bare
 
 
 # --------------------------------------------------------------------------- Pharaoh format
@@ -283,6 +326,10 @@ def eflomal_align(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequen
     lengths = [(len(s), len(t)) for s, t in zip(src_sents, tgt_sents)]
     if not lengths:
         return [], []
+    too_long = long_pairs(lengths)
+    if too_long:
+        log.warning("eflomal does not align sentences of %d or more tokens: %d sentence pair(s) left unaligned "
+                    "(line(s) %s)", EFLOMAL_MAX_TOKENS, len(too_long), _some_lines(too_long))
     with tempfile.TemporaryDirectory(prefix="eflomal.", dir=tmp_dir) as tmp:
         src_file = os.path.join(tmp, "src.eflomal")
         tgt_file = os.path.join(tmp, "tgt.eflomal")
@@ -349,6 +396,7 @@ def align_files(src_path: PathLike, tgt_path: PathLike, out_path: PathLike, *,
 
 
 __all__ = [
+    "EFLOMAL_MAX_TOKENS", "long_pairs", "report_long_and_uneven", "report_unaligned",
     "SYMMETRIZATIONS", "AlignmentError", "EflomalOptions", "align_files", "eflomal_align",
     "format_pharaoh", "parse_pharaoh", "read_alignments", "read_tokenized_parallel", "symmetrize",
     "symmetrize_corpus", "word_align", "write_alignments",

@@ -48,6 +48,8 @@ class DecodeConfig:
     early_discarding_threshold: float | None = field(None, help="Moses early discarding as a probability "
                                                                 "ratio (0 = off, the default)")
     max_phrase_length: int | None = field(None, help="longest source phrase looked up (default 20)")
+    max_sentence_length: int = field(1000, help="refuse an input line of more words than this (its search would "
+                                                "take very long; the compiled search handles up to 512); 0 = none")
     search: str = field("auto", help="search implementation: 'python', 'compiled' (the C++ core built by "
                                      "third_party/build_search.sh; error if missing) or 'auto' (compiled "
                                      "when available); identical results")
@@ -77,12 +79,46 @@ def _nbest_spec(values: list[str], parser: argparse.ArgumentParser) -> tuple[str
     return values[0], n, len(values) == 3
 
 
-def _read_input(path: str) -> list[str]:
-    from nmt.data.io import iter_lines
+def _read_input(path: str, max_words: int = 0) -> list[str]:
+    """The input sentences (strict UTF-8; an empty line is an empty sentence, translated as an empty line).
+
+    An empty file, or a line of more than ``max_words`` words (``0``: no limit), raises
+    :class:`nmt.data.io.DataError` naming the file (and line).
+    """
+    from nmt.data.io import DataError, iter_lines
 
     if path in ("", "-"):
-        return [line.rstrip("\r\n") for line in sys.stdin]
-    return list(iter_lines(path, allow_empty=True))
+        name = "<stdin>"
+        lines = [line.rstrip("\r\n") for line in sys.stdin]
+    else:
+        name = path
+        lines = list(iter_lines(path, allow_empty=True))
+        if not lines:
+            raise DataError(f"{path}: empty file: no sentence to translate")
+    if max_words > 0:
+        for k, line in enumerate(lines):
+            n = len(line.split())
+            if n > max_words:
+                raise DataError(name, k + 1, f"a sentence of {n} words, more than --max-sentence-length "
+                                             f"{max_words} (its search would take very long): split it, or raise "
+                                             "the limit (0 = none)")
+    return lines
+
+
+def _refuse_shared_outputs(outputs: dict[str, str | None]) -> None:
+    """Two outputs must not be one file (the second would replace the first)."""
+    import os
+
+    from nmt.errors import UsageError
+
+    given = [(flag, Path(p)) for flag, p in outputs.items() if p not in (None, "", "-")]
+    for k, (flag_a, a) in enumerate(given):
+        for flag_b, b in given[k + 1:]:
+            same = a.resolve() == b.resolve()
+            if not same and a.exists() and b.exists():
+                same = os.path.samefile(a, b)
+            if same:
+                raise UsageError(f"{b}: {flag_a} and {flag_b} are the same file")
 
 
 def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> dict:
@@ -90,12 +126,22 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
     from tqdm import tqdm
 
     from nmt.data.io import atomic_write
+    from nmt.errors import refuse_overwriting_inputs
     from smt_features.decoder import build_decoder, decode_corpus, search_options_from_config
-    from smt_features.moses_ini import apply_weight_overrides, parse_weight_string, read_moses_ini
+    from smt_features.moses_ini import (apply_weight_overrides, check_feature_files, parse_weight_string,
+                                        read_moses_ini)
     from smt_features.nbest import format_nbest_line
 
+    # every check before the model is loaded, and nothing written before the end
+    outputs = {"--output": cfg.output, "--n-best-list": nbest_spec[0] if nbest_spec else None,
+               "--stats-json": cfg.stats_json or None}
+    _refuse_shared_outputs(outputs)
+    refuse_overwriting_inputs(outputs, {"--input": cfg.input, "--config": cfg.config})
+    lines = _read_input(cfg.input, cfg.max_sentence_length)
     t0 = time.perf_counter()
     ini = read_moses_ini(cfg.config)
+    refuse_overwriting_inputs(outputs, {f"{name} (path= in --config)": path
+                                        for name, path in check_feature_files(ini).items()})
     if cfg.weights_override:
         apply_weight_overrides(ini, parse_weight_string(cfg.weights_override, "--weights-override"))
     options = search_options_from_config(
@@ -104,7 +150,6 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
         search=cfg.search)
     decoder = build_decoder(ini, options=options, table_limit=cfg.table_limit)
     load_s = time.perf_counter() - t0
-    lines = _read_input(cfg.input)
     print(f"[smt-decode] loaded {cfg.config} in {load_s:.1f} s: {len(decoder.table)} phrase pairs, "
           f"features {', '.join(f.name for f in decoder.features)}; stack {options.stack_size}, "
           f"distortion limit {options.distortion_limit}, table limit {decoder.tm.table_limit}, "
@@ -146,8 +191,8 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
     print(f"[smt-decode] decoded {len(lines)} sentences in {decode_s:.1f} s ({speed:.2f} sentences/s, "
           f"{cfg.threads} process(es), model loading excluded)", file=sys.stderr, flush=True)
     if cfg.stats_json:
-        Path(cfg.stats_json).parent.mkdir(parents=True, exist_ok=True)
-        Path(cfg.stats_json).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        with atomic_write(cfg.stats_json) as fh:
+            fh.write(json.dumps(stats, indent=2) + "\n")
     return stats
 
 
@@ -160,6 +205,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         parser.error("--config (a moses.ini) is required")
     if cfg.threads < 1:
         parser.error("--threads must be >= 1")
+    if cfg.max_sentence_length < 0:
+        parser.error("--max-sentence-length must be >= 0 (0 = no limit)")
     spec = _nbest_spec(cfg.n_best_list, parser)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     run(cfg, spec)

@@ -16,7 +16,9 @@ Example::
 """
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -25,12 +27,14 @@ from pathlib import Path
 from nmt import config as nmt_config
 from nmt.config import field
 
-from smt_features.align import (SYMMETRIZATIONS, EflomalOptions, eflomal_align, read_alignments,
-                                read_tokenized_parallel, symmetrize_corpus, write_alignments)
+from nmt.data.io import DataError
+from nmt.errors import UsageError, command, refuse_overwriting_inputs
+from smt_features.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, EflomalOptions, eflomal_align,
+                                long_pairs, read_alignments, read_tokenized_parallel, report_long_and_uneven,
+                                report_unaligned, symmetrize_corpus, write_alignments)
 from smt_features.moses_ini import default_config
 from smt_features.phrase_table import check_phrase_table
 from smt_features.phrases import DEFAULT_MAX_PHRASE_LENGTH, build_phrase_table
-from nmt.errors import command
 
 log = logging.getLogger(__name__)
 
@@ -57,18 +61,80 @@ class TrainPhrasesConfig:
     lm_order: int = field(5, help="order of --lm (the moses.ini KENLM line)")
 
 
-def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
-    """Run the whole step; returns the seconds per stage."""
-    if not (cfg.src and cfg.tgt and cfg.out_dir):
-        raise ValueError("--src, --tgt and --out-dir are required")
-    if cfg.symmetrization not in SYMMETRIZATIONS:
-        raise ValueError(f"--symmetrization must be one of {SYMMETRIZATIONS}, not {cfg.symmetrization!r}")
-    if cfg.max_phrase_length < 1:
-        raise ValueError("--max-phrase-length must be >= 1")
-    if cfg.lm and not Path(cfg.lm).is_file():
-        raise FileNotFoundError(f"--lm {cfg.lm}: no such file")
+def _output_paths(cfg: TrainPhrasesConfig) -> dict[str, Path]:
+    """Every file the step writes into ``--out-dir`` (named for messages)."""
     out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    paths = {"config.yaml": out / "config.yaml", f"aligned.{cfg.symmetrization}": out / f"aligned.{cfg.symmetrization}",
+             "lex.f2e": out / "lex.f2e", "lex.e2f": out / "lex.e2f", "phrase-table.gz": out / "phrase-table.gz"}
+    if cfg.write_directional:
+        paths.update({"aligned.forward": out / "aligned.forward", "aligned.reverse": out / "aligned.reverse"})
+    if cfg.lm:
+        paths["moses.ini"] = out / "moses.ini"
+    return {f"--out-dir's {name}": path for name, path in paths.items()}
+
+
+def _check_input_file(path: str, flag: str) -> None:
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"{flag} is a directory, not a file", path)
+    if not p.is_file():
+        raise FileNotFoundError(errno.ENOENT, f"{flag}: no such file", path)
+
+
+def _check_tokens(path: str, sents: list[list[str]]) -> None:
+    """A token holding ``|||`` would break the phrase table's fields: name its line."""
+    for k, toks in enumerate(sents):
+        for tok in toks:
+            if "|||" in tok:
+                raise DataError(path, k + 1, f"token {tok!r} contains '|||', the phrase table's field "
+                                             "separator (escape '|' when tokenizing)")
+
+
+def _skip_unaligned_long(src: list[list[str]], tgt: list[list[str]], links: list,
+                         ) -> tuple[list[list[str]], list[list[str]]]:
+    """Leave out the pairs eflomal could not align (a side of EFLOMAL_MAX_TOKENS or more tokens, no links):
+    they keep their (empty) line in the alignment file but give no lexical counts and no phrase pairs."""
+    skipped = [k for k in long_pairs([(len(s), len(t)) for s, t in zip(src, tgt)]) if not links[k]]
+    if not skipped:
+        return src, tgt
+    log.warning("skipped %d sentence pair(s) of %d or more tokens that eflomal left unaligned (line(s) %s): "
+                "they add nothing to the lexical tables or the phrase table; split them to use them",
+                len(skipped), EFLOMAL_MAX_TOKENS, ", ".join(str(k + 1) for k in skipped[:5])
+                + (", ..." if len(skipped) > 5 else ""))
+    src, tgt = list(src), list(tgt)
+    for k in skipped:
+        src[k], tgt[k] = [], []
+    return src, tgt
+
+
+def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
+    """Run the whole step; returns the seconds per stage.
+
+    Every input is read and checked before anything is written: bad input raises
+    :class:`nmt.data.io.DataError` (file and line) or :class:`nmt.errors.UsageError`
+    and leaves ``--out-dir`` as it was.
+    """
+    if not (cfg.src and cfg.tgt and cfg.out_dir):
+        raise UsageError("--src, --tgt and --out-dir are required")
+    if cfg.symmetrization not in SYMMETRIZATIONS:
+        raise UsageError(f"--symmetrization must be one of {SYMMETRIZATIONS}, not {cfg.symmetrization!r}")
+    if cfg.max_phrase_length < 1:
+        raise UsageError("--max-phrase-length must be >= 1")
+    if Path(cfg.out_dir).exists() and not Path(cfg.out_dir).is_dir():
+        raise UsageError(f"{cfg.out_dir}: --out-dir exists and is not a folder")
+    outputs = _output_paths(cfg)
+    aligned_out = outputs[f"--out-dir's aligned.{cfg.symmetrization}"]
+    inputs = {"--src": cfg.src, "--tgt": cfg.tgt, "--lm": cfg.lm or None}
+    refuse_overwriting_inputs(outputs, inputs)
+    # --alignment may be the folder's own alignment file (retraining with other options): it is not rewritten
+    reuse_alignment = bool(cfg.alignment) and Path(cfg.alignment).is_file() and aligned_out.is_file() and \
+        os.path.samefile(cfg.alignment, aligned_out)
+    refuse_overwriting_inputs({k: v for k, v in outputs.items() if v != aligned_out or not reuse_alignment},
+                              {"--alignment": cfg.alignment or None})
+    for flag, path in (("--src", cfg.src), ("--tgt", cfg.tgt), ("--lm", cfg.lm), ("--alignment", cfg.alignment)):
+        if path:
+            _check_input_file(path, flag)
+    out = Path(cfg.out_dir)
     times: dict[str, float] = {}
 
     def stage(name: str, start: float) -> float:
@@ -78,14 +144,21 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
         return now
 
     t = t_all = time.perf_counter()
-    nmt_config.save(cfg, out / "config.yaml")
     src, tgt = read_tokenized_parallel(cfg.src, cfg.tgt)
+    if not src:
+        raise DataError(f"{cfg.src}: no sentence pairs: --src and --tgt are empty (nothing to train on; "
+                        "no phrase table written)")
+    _check_tokens(cfg.src, src)
+    _check_tokens(cfg.tgt, tgt)
     lengths = [(len(s), len(t_)) for s, t_ in zip(src, tgt)]
+    report_long_and_uneven(lengths, cfg.src)
     t = stage(f"read {len(src)} sentence pairs", t)
+    links = read_alignments(cfg.alignment, lengths) if cfg.alignment else None
 
-    aligned_path = out / f"aligned.{cfg.symmetrization}"
-    if cfg.alignment:
-        links = read_alignments(cfg.alignment, lengths)
+    out.mkdir(parents=True, exist_ok=True)
+    nmt_config.save(cfg, out / "config.yaml")
+    aligned_path = aligned_out
+    if links is not None:
         t = stage("read alignment", t)
     else:
         opts = EflomalOptions(model=cfg.eflomal_model, n_samplers=cfg.eflomal_samplers,
@@ -98,8 +171,14 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
         links = symmetrize_corpus(forward, reverse, lengths, cfg.symmetrization, cfg.processes)
         del forward, reverse
         t = stage(f"symmetrization ({cfg.symmetrization})", t)
-    write_alignments(aligned_path, links)
-    t = stage(f"write {aligned_path.name}", t)
+        src, tgt = _skip_unaligned_long(src, tgt, links)
+    report_unaligned(links, [(len(s), len(t_)) for s, t_ in zip(src, tgt)], cfg.src)
+    if not any(links):
+        raise DataError(f"{cfg.alignment or cfg.src}: not one alignment link in the {len(links)} sentence "
+                        "pair(s): no phrase pair to extract, no phrase table written")
+    if not (cfg.alignment and reuse_alignment):
+        write_alignments(aligned_path, links)
+        t = stage(f"write {aligned_path.name}", t)
 
     stats = build_phrase_table(src, tgt, links, out / "phrase-table.gz",
                                max_phrase_length=cfg.max_phrase_length, processes=cfg.processes,
@@ -130,11 +209,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-train-phrases``."""
     cfg = nmt_config.parse(TrainPhrasesConfig, argv, description=__doc__.splitlines()[0])
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        train_phrases(cfg)
-    except (ValueError, FileNotFoundError, RuntimeError) as err:  # DataError, PhraseTableError, eflomal
-        print(f"smt-train-phrases: error: {err}", file=sys.stderr)
-        return 1
+    train_phrases(cfg)
     return 0
 
 

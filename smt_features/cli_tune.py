@@ -53,6 +53,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -66,10 +67,10 @@ import numpy as np
 
 from nmt import config as nmt_config
 from nmt.config import field
-from nmt.data.io import DataError, atomic_write, read_lines
+from nmt.data.io import DataError, atomic_write, read_lines, read_parallel
+from nmt.errors import UsageError, command, refuse_overwriting_inputs
 from smt_features.bleu_stats import bleu_from_stats
 from smt_features.mert import MertOptions, NBestPool, layout_names, mert, normalise_l1
-from nmt.errors import command
 
 log = logging.getLogger("smt_features.tune")
 
@@ -250,6 +251,10 @@ def _decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]
         except FileNotFoundError:
             raise RuntimeError(f"decoder command not found: {cmd[0]!r} (--decoder-cmd)") from None
     seconds = time.perf_counter() - t0
+    if proc.returncode == 2:  # the toolkit's "bad input" status: pass the decoder's FILE:LINE message on
+        refusal = _decoder_refusal(dlog.read_text(encoding="utf-8", errors="replace"))
+        if refusal:
+            raise DataError(f"{refusal} (the decoder refused its input in iteration {it}; see {dlog})")
     if proc.returncode != 0:
         tail = dlog.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
         raise RuntimeError(f"decoder failed (exit {proc.returncode}) in iteration {it}; {dlog}:\n  "
@@ -262,16 +267,62 @@ def _decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]
     return nbest_path, out_path, seconds
 
 
+_PROG_MESSAGE = re.compile(r"^[\w.-]+: (?!internal error)(.+)$")
+
+
+def _decoder_refusal(log_text: str) -> str | None:
+    """The last ``PROG: message`` line of a decoder's log (the toolkit's error line), without ``PROG: ``."""
+    found = None
+    for line in log_text.splitlines():
+        m = _PROG_MESSAGE.match(line)
+        if m:
+            found = m.group(1)
+    return found
+
+
 def _decoder_command(text: str) -> list[str]:
     """``--decoder-cmd`` split like a shell; a bare ``smt-decode`` that is not on ``PATH`` is looked up
     beside this Python (the virtual environment's ``bin``), else run as ``python -m smt_features.cli_decode``."""
     cmd = shlex.split(text)
     if not cmd:
-        raise ValueError("--decoder-cmd is empty")
+        raise UsageError("--decoder-cmd is empty")
     if cmd[0] == "smt-decode" and shutil.which("smt-decode") is None:
         sibling = Path(sys.executable).parent / "smt-decode"
         cmd[:1] = [str(sibling)] if sibling.exists() else [sys.executable, "-m", "smt_features.cli_decode"]
+    elif shutil.which(cmd[0]) is None:
+        raise UsageError(f"--decoder-cmd: {cmd[0]!r} is not an executable command")
     return cmd
+
+
+def _check_inputs(cfg: TuneConfig, work: Path) -> tuple[Any, list[str]]:
+    """Read and check every input before the work folder is touched; returns the moses.ini and the references.
+
+    The dev files are read strictly and must be line-aligned and non-empty; every feature file of the
+    moses.ini must exist; no input may be one of the files the run writes into ``--work-dir``.
+    """
+    from smt_features.moses_ini import check_feature_files, read_moses_ini
+
+    if work.exists() and not work.is_dir():
+        raise UsageError(f"{work}: --work-dir exists and is not a folder")
+    inputs = {"--config": cfg.config, "--dev-src": cfg.dev_src, "--dev-ref": cfg.dev_ref}
+    outputs = {f"--work-dir's {name}": work / name for name in ("moses.tuned.ini", "mert.log", "config.yaml")}
+    if not cfg.resume:
+        outputs[f"--work-dir's {STATE_FILE}"] = work / STATE_FILE
+    refuse_overwriting_inputs(outputs, inputs)
+    for flag, path in inputs.items():
+        p = Path(path)
+        if re.match(r"run\d+\.", p.name) and p.resolve().parent == work.resolve():
+            raise UsageError(f"{path}: {flag} is in --work-dir under the name of a file the run writes; "
+                             "refusing to overwrite an input")
+    pairs = read_parallel(cfg.dev_src, cfg.dev_ref)  # strict: bad UTF-8, empty lines, different lengths
+    if not pairs:
+        raise DataError(f"{cfg.dev_src}: empty file: no dev sentence to tune on")
+    base = read_moses_ini(cfg.config)
+    cmd = _decoder_command(cfg.decoder_cmd)
+    if Path(cmd[0]).name == "smt-decode" or "smt_features.cli_decode" in cmd:
+        # our decoder opens every path= as a file; other decoders (Moses) have their own conventions
+        check_feature_files(base)
+    return base, [ref for _, ref in pairs]
 
 
 def _one_best_from_nbest(path: Path, n_sent: int) -> list[str]:
@@ -286,39 +337,34 @@ def _one_best_from_nbest(path: Path, n_sent: int) -> list[str]:
 
 def tune(cfg: TuneConfig) -> TuneResult:
     """Run (or resume) the tuning loop; see the module docstring."""
-    from smt_features.moses_ini import read_moses_ini
-
     for name in ("config", "dev_src", "dev_ref", "work_dir"):
         if not getattr(cfg, name):
-            raise ValueError(f"--{name.replace('_', '-')} is required")
+            raise UsageError(f"--{name.replace('_', '-')} is required")
     if cfg.nbest < 1 or cfg.max_iterations < 1 or cfg.restarts < 0 or cfg.threads < 1:
-        raise ValueError("--nbest, --max-iterations and --threads must be >= 1, --restarts >= 0")
+        raise UsageError("--nbest, --max-iterations and --threads must be >= 1, --restarts >= 0")
     if cfg.weights_mode not in ("ini", "override"):
-        raise ValueError(f"--weights-mode must be 'ini' or 'override', not {cfg.weights_mode!r}")
+        raise UsageError(f"--weights-mode must be 'ini' or 'override', not {cfg.weights_mode!r}")
     ranges = parse_ranges(cfg.ranges)
     work = Path(cfg.work_dir)
     state_path = work / STATE_FILE
     if state_path.exists() and not cfg.resume:
-        raise ValueError(f"{work} holds a previous run ({STATE_FILE}); pass --resume to continue it "
+        raise UsageError(f"{work}: holds a previous run ({STATE_FILE}); pass --resume to continue it "
                          "or choose another --work-dir")
+    base, refs = _check_inputs(cfg, work)
     work.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(work / "mert.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        return _tune(cfg, work, state_path, ranges, read_moses_ini(cfg.config))
+        return _tune(cfg, work, state_path, ranges, base, refs)
     finally:
         log.removeHandler(handler)
         handler.close()
 
 
 def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple[float, float]],
-          base: Any) -> TuneResult:
-    refs = read_lines(cfg.dev_ref)
-    n_src = len(read_lines(cfg.dev_src))
-    if n_src != len(refs):
-        raise DataError(f"{cfg.dev_src} has {n_src} lines but {cfg.dev_ref} has {len(refs)}")
+          base: Any, refs: list[str]) -> TuneResult:
     state = _State.load_or_new(state_path, cfg)
     nmt_config.save(cfg, work / "config.yaml")
     resumed = bool(state.iterations)
@@ -434,9 +480,6 @@ def cli_main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("smt-tune: interrupted; rerun with --resume to continue", file=sys.stderr)
         return 130
-    except (ValueError, RuntimeError, FileNotFoundError) as err:  # DataError, MosesIniError, decoder failure
-        print(f"smt-tune: error: {err}", file=sys.stderr)
-        return 1
     print(f"smt-tune: {result.iterations} iteration(s), {result.stop_reason}; wrote {result.tuned_ini}")
     return 0
 

@@ -784,14 +784,21 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
     come from the config's sections unless ``options`` is given;
     ``table_limit`` overrides the feature line's ``table-limit``.
     """
-    from smt_features.moses_ini import MosesIniError
+    from nmt.data.io import DataError
+    from smt_features.moses_ini import MosesIniError, check_feature_files
 
     src = config.path or "<moses.ini>"
+    # a missing table or LM is named at its moses.ini line, before anything is loaded
+    check_feature_files(config, only={
+        fl.name for fl in config.features
+        if (fl.type.startswith("PhraseDictionary") and table is None)
+        or (fl.type == "KENLM" and (lm_scorers or {}).get(fl.name) is None)})
     if options is None:
         options = search_options_from_config(config)
     features: list[Feature] = []
     n_tables = 0
     tm_path = None
+    tm_line = 0
     for fl in config.features:
         tuneable_arg = fl.get("tuneable")
         tuneable = None if tuneable_arg is None else tuneable_arg == "true"
@@ -804,6 +811,7 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
             f: Feature = PhraseTableFeature(fl.name, int(fl.get("num-features")), tuneable is not False,
                                             path=fl.get("path"), table_limit=limit, args=extra, kind=fl.type)
             tm_path = fl.get("path")
+            tm_line = fl.line_no
         elif fl.type == "KENLM":
             scorer = (lm_scorers or {}).get(fl.name)
             path = _resolve(fl.get("path"), config)
@@ -811,8 +819,9 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
                 f = KenLMFeature(scorer, name=fl.name, path=path if scorer is None else fl.get("path"),
                                  order=int(fl.get("order")) if fl.get("order") else None,
                                  tuneable=tuneable is not False, args=extra)
-            except (OSError, RuntimeError) as err:
-                raise MosesIniError(src, fl.line_no, f"cannot load KenLM model {path}: {err}") from None
+            except (OSError, RuntimeError, ValueError) as err:
+                detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+                raise MosesIniError(src, fl.line_no, f"cannot load KenLM model {path}: {detail}") from None
         elif fl.type == "Distortion":
             f = DistortionFeature(fl.name, 1, tuneable is not False, extra)
         elif fl.type == "WordPenalty":
@@ -838,6 +847,12 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
     if table is None:
         path = _resolve(tm_path, config)
         table = PhraseTable.load(path)
+        if not len(table):
+            raise DataError(f"{path}: empty phrase table (no phrase pairs)")
+    tm = fs.of_kind(PhraseTableFeature)[0]
+    if table.num_scores and table.num_scores != tm.num_values:
+        raise MosesIniError(src, tm_line, f"{tm.name} declares num-features={tm.num_values} but the phrase table "
+                                          f"{table.path or ''} has {table.num_scores} score(s) per line")
     return Decoder(fs, weights, table, options)
 
 

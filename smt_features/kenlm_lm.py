@@ -27,6 +27,7 @@ Command line (``smt-kenlm``)::
 """
 from __future__ import annotations
 
+import errno
 import gzip
 import logging
 import os
@@ -36,12 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterable, Iterator, NamedTuple, Sequence
 
+from nmt.data.io import DataError, atomic_write, iter_lines
+from nmt.errors import command, refuse_overwriting_inputs
 from smt_features.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexity, split_words
-from nmt.errors import command
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +62,78 @@ class KenLMError(RuntimeError):
     """A KenLM tool failed; the message carries the command and the tool's stderr."""
 
 
+class KenLMDataError(DataError, KenLMError):
+    """lmplz refused the text itself (too little of it for the discounts, a reserved word): bad input,
+    not a failure of the tool. The message starts with the text's path."""
+
+
 class KenLMNotFoundError(FileNotFoundError):
     """A KenLM executable could not be found."""
+
+
+def check_input_file(path: str | Path, what: str) -> Path:
+    """``path`` as a :class:`Path`; :class:`FileNotFoundError` / :class:`IsADirectoryError` naming it."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"{what} is a directory, not a file", str(path))
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, f"{what} not found", str(path))
+    return path
+
+
+_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
+_LMPLZ_DISCOUNT_FAILURE = ("BadDiscountException", "Could not calculate Kneser-Ney discounts")
+_LMPLZ_SPECIAL_WORD = "Special word "
+
+
+def _stream_checked(src: IO[bytes], write, path: Path, rewriter: "_UnkRewriter | None") -> tuple[int, int]:
+    """Copy the text to lmplz block by block, checking it: strict UTF-8 (:class:`DataError` with the line),
+    a leading byte order mark dropped, ``<unk>`` rewritten. Returns ``(lines, lines with a word)``."""
+    n_lines = 0
+    n_words = 0
+    try:
+        for block in iter(lambda: src.readlines(1 << 20), []):
+            if n_lines == 0 and block[0].startswith(b"\xef\xbb\xbf"):
+                block[0] = block[0][3:]
+            data = b"".join(block)
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                for k, raw in enumerate(block):
+                    try:
+                        raw.decode("utf-8")
+                    except UnicodeDecodeError as err:
+                        raise DataError(path, n_lines + k + 1,
+                                        f"invalid UTF-8 byte(s) {raw[err.start:err.end]!r} at byte {err.start} "
+                                        "of the line") from None
+                raise
+            if not n_words:
+                n_words = sum(1 for raw in block if raw.split())
+            if rewriter is not None:
+                data = b"".join(rewriter(raw) for raw in block)
+            write(data)
+            n_lines += len(block)
+    except _GZIP_ERRORS as err:  # read a block at a time: the line is not known, the lines before it are
+        raise DataError(f"{path}: corrupt or truncated gzip stream after its first {n_lines} line(s) or fewer: "
+                        f"{err}") from None
+    return n_lines, n_words
+
+
+def _lmplz_refusal(stderr: str, text_path: Path, order: int, map_unk: str | None,
+                   skip_symbols: bool) -> KenLMDataError | None:
+    """A :class:`KenLMDataError` when lmplz's stderr says the text itself is the problem."""
+    if any(key in stderr for key in _LMPLZ_DISCOUNT_FAILURE):
+        return KenLMDataError(f"{text_path}: too little (or too repetitive) text for lmplz to estimate "
+                              f"{order}-gram Kneser-Ney discounts; use --discount-fallback (discount_fallback=True), "
+                              "a lower --order or more text")
+    if _LMPLZ_SPECIAL_WORD in stderr:
+        line = next((ln for ln in stderr.splitlines() if _LMPLZ_SPECIAL_WORD in ln), "").strip()
+        hint = ""
+        if UNK in stderr and map_unk is None and not skip_symbols:
+            hint = (f"\nhint: the text contains the literal {UNK}; pass map_unk={DEFAULT_MAP_UNK!r} "
+                    "(or skip_symbols=True)")
+        return KenLMDataError(f"{text_path}: lmplz refuses the text: {line} (--map-unk, --skip-symbols){hint}")
+    return None
 
 
 # --------------------------------------------------------------------------- binaries
@@ -175,10 +248,14 @@ def estimate_arpa(text_path: str | Path, arpa_path: str | Path, order: int = 5, 
     The ARPA file (plain text) is written to a temporary file beside
     ``arpa_path`` and renamed into place only when lmplz succeeded. On failure
     :class:`KenLMError` carries lmplz's stderr.
+
+    The text is checked while it streams: invalid UTF-8 raises :class:`nmt.data.io.DataError` with the
+    file and line, a text without a word (empty) raises it with the file; when lmplz refuses the text
+    itself (too little data for its discounts, a reserved word) :class:`KenLMDataError` says how to fix it.
+    A UTF-8 byte order mark is dropped; CRLF line ends are fine (KenLM reads ``\\r`` as a space).
     """
-    text_path, arpa_path = Path(text_path), Path(arpa_path)
-    if not text_path.is_file():
-        raise FileNotFoundError(f"training text not found: {text_path}")
+    arpa_path = Path(arpa_path)
+    text_path = check_input_file(text_path, "training text")
     if order < 1:
         raise ValueError(f"order must be >= 1, got {order}")
     _check_map_unk(map_unk)
@@ -196,9 +273,7 @@ def estimate_arpa(text_path: str | Path, arpa_path: str | Path, order: int = 5, 
     if skip_symbols:
         cmd.append("--skip_symbols")
     cmd += [str(a) for a in extra_args]
-    stream = map_unk is not None or text_path.suffix == ".gz"
-    if not stream:
-        cmd += ["--text", str(text_path)]
+    stream = True  # always through Python: strict UTF-8 with the line of a bad byte, BOM dropped, <unk> mapped
     rewriter = _UnkRewriter(map_unk) if map_unk is not None else None
     log.info("estimating %d-gram ARPA: %s < %s", order, " ".join(cmd), text_path)
     t0 = time.perf_counter()
@@ -212,12 +287,11 @@ def estimate_arpa(text_path: str | Path, arpa_path: str | Path, order: int = 5, 
                 assert proc.stdin is not None
                 try:
                     with _open_binary_text(text_path) as src:
-                        if rewriter is None:
-                            shutil.copyfileobj(src, proc.stdin, 1 << 20)
-                        else:
-                            write = proc.stdin.write
-                            for line in src:
-                                write(rewriter(line))
+                        n_lines, n_word_lines = _stream_checked(src, proc.stdin.write, text_path, rewriter)
+                    if n_word_lines == 0:
+                        raise DataError(f"{text_path}: " + ("empty file" if n_lines == 0 else
+                                                             f"{n_lines} line(s) but not one word")
+                                        + ": nothing to estimate a language model from")
                     proc.stdin.close()
                 except BrokenPipeError:
                     broken_pipe = True  # lmplz died early; its stderr says why
@@ -227,6 +301,9 @@ def estimate_arpa(text_path: str | Path, arpa_path: str | Path, order: int = 5, 
                     raise
             rc = proc.wait()
             if rc != 0 or broken_pipe:
+                refusal = _lmplz_refusal(_stderr_tail(err), text_path, order, map_unk, skip_symbols)
+                if refusal is not None:
+                    raise refusal
                 msg = f"lmplz failed (exit {rc}): {' '.join(cmd)}\n--- lmplz stderr ---\n{_stderr_tail(err)}"
                 if UNK in msg and map_unk is None and not skip_symbols:
                     msg += (f"\nhint: the text contains the literal {UNK}; pass map_unk={DEFAULT_MAP_UNK!r} "
@@ -234,8 +311,8 @@ def estimate_arpa(text_path: str | Path, arpa_path: str | Path, order: int = 5, 
                 raise KenLMError(msg)
             log.debug("lmplz stderr:\n%s", _stderr_tail(err))
         if rewriter is not None and rewriter.unk_count and rewriter.repl_seen:
-            raise ValueError(f"{text_path} contains both {UNK} and the replacement word {map_unk!r}; "
-                             "they would become one word: choose another map_unk")
+            raise DataError(f"{text_path}: contains both {UNK} and the replacement word {map_unk!r}; "
+                            "they would become one word: choose another map_unk (--map-unk)")
         os.replace(tmp, arpa_path)
         ok = True
     finally:
@@ -295,11 +372,16 @@ class KenLMScorer:
         import kenlm  # imported here so importing this module needs no compiled extension
 
         _check_map_unk(map_unk)
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise FileNotFoundError(f"KenLM model not found: {self.path}")
+        self.path = check_input_file(path, "KenLM model")
         self._kenlm = kenlm
-        self.model = kenlm.Model(str(self.path))
+        try:
+            self.model = kenlm.Model(str(self.path))
+        except OSError as err:  # kenlm: "Cannot read model '...' (... FormatLoadException ...)"
+            detail = str(err)
+            if "Cannot read model" not in detail:
+                raise
+            raise DataError(f"{self.path}: not a KenLM model (ARPA or binary) that KenLM can read: "
+                            f"{detail.split('(', 1)[-1].rstrip(')').strip()}") from None
         self.map_unk = map_unk
 
     @property
@@ -418,6 +500,7 @@ def _sidecar(model_path: Path) -> Path:
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``smt-kenlm train|eval``: estimate (text → ARPA → binary) or evaluate a KenLM model."""
     import argparse
+    import itertools
     import json
 
     import yaml
@@ -442,6 +525,14 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
             parser.error("train needs --text and --out-prefix")
         prefix = Path(cfg.out_prefix)
         arpa = prefix.with_name(prefix.name + ".arpa")
+        binary = prefix.with_name(prefix.name + ".binary")
+        sidecar = prefix.with_name(prefix.name + ".config.yaml")
+        written = {"--out-prefix's .arpa": arpa, "--out-prefix's .config.yaml": sidecar}
+        if cfg.data_structure:
+            written["--out-prefix's .binary"] = binary
+        refuse_overwriting_inputs(written, {"--text": cfg.text, "--config": args.config})
+        if cfg.data_structure and cfg.data_structure not in DATA_STRUCTURES:
+            parser.error(f"--data-structure must be one of {', '.join(DATA_STRUCTURES)} or ''")
         t0 = time.perf_counter()
         estimate_arpa(cfg.text, arpa, order=cfg.order, memory=cfg.memory,
                       discount_fallback=cfg.discount_fallback, temp_dir=cfg.temp_dir or None,
@@ -449,16 +540,13 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         t_arpa = time.perf_counter() - t0
         outputs = {"arpa": str(arpa)}
         if cfg.data_structure:
-            binary = prefix.with_name(prefix.name + ".binary")
             build_binary(arpa, binary, cfg.data_structure)
             outputs["binary"] = str(binary)
         t_all = time.perf_counter() - t0
         record = {**nmt_config.to_dict(cfg), "outputs": outputs,
                   "lmplz_seconds": round(t_arpa, 2), "total_seconds": round(t_all, 2)}
-        sidecar = prefix.with_name(prefix.name + ".config.yaml")
-        tmp = _tmp_sibling(sidecar)
-        tmp.write_text(yaml.safe_dump(record, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        os.replace(tmp, sidecar)
+        with atomic_write(sidecar) as fh:
+            fh.write(yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
         print(f"wrote {', '.join(outputs.values())} and {sidecar} in {t_all:.1f} s (lmplz {t_arpa:.1f} s)")
         return 0
 
@@ -466,24 +554,29 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     if not cfg.model or not cfg.text:
         parser.error("eval needs --model and --text")
     model_path = Path(cfg.model)
+    refuse_overwriting_inputs({"--json-out": cfg.json_out or None},
+                              {"--model": cfg.model, "--text": cfg.text, "--config": args.config})
+    # the text first (cheap): a missing, empty or unreadable text is reported before the model is loaded
+    lines = iter_lines(cfg.text, allow_empty=True)  # strict UTF-8 (FILE:LINE); an empty line is a sentence
+    first = next(lines, None)
+    if first is None:
+        raise DataError(f"{cfg.text}: empty file: no sentence to score")
     map_unk = cfg.map_unk
     if map_unk is None:
         side = _sidecar(model_path)
         recorded = yaml.safe_load(side.read_text(encoding="utf-8")) if side.is_file() else None
         map_unk = recorded.get("map_unk", DEFAULT_MAP_UNK) if isinstance(recorded, dict) else DEFAULT_MAP_UNK
     scorer = KenLMScorer(model_path, map_unk=map_unk or None)
-    res = kenlm_perplexity(scorer, read_lines(cfg.text))
+    res = kenlm_perplexity(scorer, itertools.chain([first], lines))
     name = cfg.name or f"kenlm {model_path.name} on {Path(cfg.text).name}"
     unk_note = "OOVs included, scored with p(<unk>) times context back-offs"
     if map_unk:
         unk_note += f"; the text's literal <unk> read as the word {map_unk!r}"
     print(format_result(res, name, unk=unk_note))
     if cfg.json_out:
-        out = Path(cfg.json_out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"name": name, "model": str(model_path), "text": cfg.text,
-                                   "map_unk": map_unk or None, **res.to_dict()}, indent=2) + "\n",
-                       encoding="utf-8")
+        with atomic_write(cfg.json_out) as fh:
+            fh.write(json.dumps({"name": name, "model": str(model_path), "text": cfg.text,
+                                 "map_unk": map_unk or None, **res.to_dict()}, indent=2) + "\n")
     return 0
 
 

@@ -333,6 +333,37 @@ def _validate(cfg: MosesConfig) -> None:
             cfg.float_option(name, 0.0)
 
 
+def resolve_feature_path(path: str, cfg: MosesConfig) -> Path:
+    """A feature's ``path=`` as the decoder opens it: from the working directory, else (when that does not
+    exist) from the moses.ini's folder."""
+    p = Path(path)
+    if p.is_absolute() or p.exists() or not cfg.path:
+        return p
+    cand = Path(cfg.path).parent / p
+    return cand if cand.exists() else p
+
+
+def check_feature_files(cfg: MosesConfig, only: Iterable[str] | None = None) -> dict[str, Path]:
+    """Every feature ``path=`` (phrase tables, language models; ``only`` these feature names) must be an
+    existing file. Raises :class:`MosesIniError` at the feature's line otherwise; returns
+    ``{feature name: resolved path}``.
+    """
+    where = cfg.path or "<moses.ini>"
+    names = None if only is None else set(only)
+    found = {}
+    for f in cfg.features:
+        value = f.get("path")
+        if value is None or (names is not None and f.name not in names):
+            continue
+        p = resolve_feature_path(value, cfg)
+        if p.is_dir():
+            raise MosesIniError(where, f.line_no, f"{f.name}: path={value} is a directory, not a file")
+        if not p.is_file():
+            raise MosesIniError(where, f.line_no, f"{f.name}: path={value}: no such file")
+        found[f.name] = p
+    return found
+
+
 def read_moses_ini(path: str | Path) -> MosesConfig:
     """Read a moses.ini file (UTF-8)."""
     path = Path(path)

@@ -637,9 +637,12 @@ def build_phrase_table(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[S
                                      f"(escape '|' when tokenizing)")
     t0 = time.perf_counter()
     lexical = LexicalTable.from_corpus(src_sents, tgt_sents, alignments)
+    counts = count_corpus(src_sents, tgt_sents, alignments, max_phrase_length, processes, lexical)
+    if not counts.phrases:  # an empty .gz would not even be valid gzip; a decoder cannot use it anyway
+        raise ValueError(f"no phrase pair could be extracted from {len(src_sents)} sentence pair(s) "
+                         "(no alignment links, or an empty corpus): no phrase table written")
     if lex_f2e is not None and lex_e2f is not None:
         lexical.write(lex_f2e, lex_e2f)
-    counts = count_corpus(src_sents, tgt_sents, alignments, max_phrase_length, processes, lexical)
     t1 = time.perf_counter()
     n = write_scored_table(counts, out_path, processes)
     t2 = time.perf_counter()

@@ -426,7 +426,7 @@ def test_tune_loop_converges_and_writes_tuned_ini(tune_setup, capsys):
     if final["stop_reason"] == "no-new-hypotheses":
         assert dev[-1] == pytest.approx(state["iterations"][-2]["mert"]["bleu"], abs=1e-6)
     # a second run into the same folder needs --resume
-    assert cli_tune.cli_main(_tune_args(root, "work")) == 1
+    assert cli_tune.cli_main(_tune_args(root, "work")) == 2  # a refusal: bad usage
     assert "--resume" in capsys.readouterr().err
 
 

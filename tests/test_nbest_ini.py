@@ -109,7 +109,7 @@ def test_weight_overrides():
 def test_ini_errors_name_file_and_line(bad, line, message):
     with pytest.raises(MosesIniError, match=message) as err:
         parse_moses_ini(bad, "sys/moses.ini")
-    assert str(err.value).startswith(f"sys/moses.ini: line {line}:")
+    assert str(err.value).startswith(f"sys/moses.ini:{line}:")
 
 
 # ----------------------------------------------------------------------------- n-best
@@ -162,7 +162,7 @@ def test_nbest_bad_lines(tmp_path, text, line, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(NBestError, match=message) as err:
         list(iter_nbest(path))
-    assert str(err.value).startswith(f"{path}: line {line}:")
+    assert str(err.value).startswith(f"{path}:{line}:")
 
 
 def test_written_ini_keeps_implicit_names_implicit():

@@ -268,7 +268,8 @@ def test_cli_writes_moses_ini_with_lm(tmp_path):
     text = (out / "moses.ini").read_text()
     assert f"path={(out / 'phrase-table.gz').resolve()}" in text and f"path={lm.resolve()} order=2" in text
     assert cli_main(["--src", str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"), "--out-dir",
-                     str(tmp_path / "m2"), "--lm", str(tmp_path / "none.arpa")]) == 1
+                     str(tmp_path / "m2"), "--lm", str(tmp_path / "none.arpa")]) == 2  # bad input
+    assert not (tmp_path / "m2").exists()  # refused before anything is written
 
 
 def test_cli_end_to_end_with_eflomal(tmp_path):
@@ -289,8 +290,9 @@ def test_cli_reports_bad_input(tmp_path, capsys):
     (tmp_path / "s").write_text("a b\n\n")
     (tmp_path / "t").write_text("x y\nz\n")
     assert cli_main(["--src", str(tmp_path / "s"), "--tgt", str(tmp_path / "t"),
-                     "--out-dir", str(tmp_path / "m")]) == 1
-    assert ":2:" in capsys.readouterr().err
+                     "--out-dir", str(tmp_path / "m")]) == 2
+    assert f"{tmp_path / 's'}:2:" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
 
 
 def test_fixture_dir_exists():

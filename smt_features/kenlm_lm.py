@@ -564,7 +564,11 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     map_unk = cfg.map_unk
     if map_unk is None:
         side = _sidecar(model_path)
-        recorded = yaml.safe_load(side.read_text(encoding="utf-8")) if side.is_file() else None
+        try:
+            recorded = yaml.safe_load(side.read_text(encoding="utf-8")) if side.is_file() else None
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            raise DataError(f"{side}: the model's record is not readable YAML ({err}); "
+                            "pass --map-unk to skip it") from None
         map_unk = recorded.get("map_unk", DEFAULT_MAP_UNK) if isinstance(recorded, dict) else DEFAULT_MAP_UNK
     scorer = KenLMScorer(model_path, map_unk=map_unk or None)
     res = kenlm_perplexity(scorer, itertools.chain([first], lines))

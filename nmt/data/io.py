@@ -102,7 +102,7 @@ def iter_lines(path: PathLike, *, allow_empty: bool = False) -> Iterator[str]:
                     raise DataError(path, line_no, "empty line (every line must hold a sentence)")
                 yield text
         except _GZIP_ERRORS as err:
-            raise DataError(path, line_no + 1, f"corrupt gzip stream: {err}") from None
+            raise DataError(path, line_no + 1, f"corrupt or truncated gzip stream: {err}") from None
 
 
 def read_lines(path: PathLike, *, allow_empty: bool = False) -> list[str]:
@@ -126,7 +126,7 @@ def count_lines(path: PathLike) -> int:
                 count += chunk.count(b"\n")
                 last = chunk[-1:]
         except _GZIP_ERRORS as err:
-            raise DataError(path, count + 1, f"corrupt gzip stream: {err}") from None
+            raise DataError(path, count + 1, f"corrupt or truncated gzip stream: {err}") from None
     return count + (last != b"\n")
 
 

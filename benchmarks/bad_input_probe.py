@@ -3,7 +3,7 @@
 script, then the fault × command table with counts (tracebacks, silent results, unclear messages,
 leftovers).
 
-    .venv/bin/python benchmarks/bad_input_probe.py [--work DIR] [--json OUT.json] [--only PROG ...]
+    .venv/bin/python benchmarks/bad_input_probe.py [--work DIR] [--json OUT.json] [--only PROG ...] [--timeout S]
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def main() -> int:
     parser.add_argument("--work", help="workspace folder (default: a new temp folder)")
     parser.add_argument("--json", help="write every outcome here")
     parser.add_argument("--only", nargs="*", help="commands to probe (default: all)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds one run may take before it counts as a hang")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="probe-"))
     ws = Workspace(work)
@@ -33,7 +34,7 @@ def main() -> int:
     cases = [c for c in all_cases() if not args.only or c.prog in args.only]
     outcomes = []
     for i, case in enumerate(cases, 1):
-        outcome = run_as_script(case, ws, bin_dir)
+        outcome = run_as_script(case, ws, bin_dir, timeout=args.timeout)
         outcomes.append(outcome)
         mark = "ok" if not outcome.problems else f"{outcome.verdict}: {'; '.join(outcome.problems)}"
         print(f"[{i}/{len(cases)}] {case.id}: {mark}", file=sys.stderr, flush=True)
@@ -48,7 +49,7 @@ def main() -> int:
     counts = collections.Counter(o.verdict for o in outcomes)
     leftovers = sum(any(p.startswith("left behind") or p.startswith("input ") for p in o.problems) for o in outcomes)
     print(f"\n{len(outcomes)} runs: {counts['ok']} ok, {counts['traceback']} tracebacks, {counts['silent']} silent "
-          f"(exit 0), {counts['unclear']} other problems; {leftovers} with files left behind or inputs changed")
+          f"(exit 0), {counts['hang']} hangs, {counts['unclear']} other problems; {leftovers} with files left behind or inputs changed")
     if args.json:
         Path(args.json).write_text(json.dumps(
             [{"case": o.case.id, "status": o.status, "verdict": o.verdict, "problems": o.problems,

@@ -63,6 +63,8 @@ class Outcome:
     def verdict(self) -> str:
         if not self.problems:
             return "ok"
+        if self.status == -1:
+            return "hang"
         if self.traceback:
             return "traceback"
         if self.status == 0:

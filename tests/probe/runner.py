@@ -68,6 +68,12 @@ def run_as_script(case: Case, ws: Workspace, bin_dir: Path, timeout: float = 600
     argv = case.argv(ws)
     ws.reset_outputs()
     before = digest(ws.input_files())
-    proc = subprocess.run([str(bin_dir / case.prog), *argv], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, cwd=ws.root, env={**os.environ, **case.env(ws)})
+    try:
+        proc = subprocess.run([str(bin_dir / case.prog), *argv], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, cwd=ws.root, env={**os.environ, **case.env(ws)})
+    except subprocess.TimeoutExpired as err:
+        stderr = err.stderr.decode("utf-8", "replace") if isinstance(err.stderr, bytes) else (err.stderr or "")
+        outcome = judge(case, ws, -1, stderr, before)
+        outcome.problems.insert(0, f"no answer within {timeout:g} s (killed)")
+        return outcome
     return judge(case, ws, proc.returncode, proc.stderr, before)

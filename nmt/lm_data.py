@@ -13,7 +13,7 @@ Two regimes (``--regime``):
   windows of ``bptt`` tokens, in order; the hidden state is carried from window to
   window (detached: truncated BPTT) and reset at the start of each epoch.
 
-Accounting (``smt_features.perplexity``, the project's one convention): the
+Accounting (``nmt.perplexity``, the project's one convention): the
 loss is in nats per predicted token, tokens = words + one ``</s>`` per line,
 ``<s>`` (or the stream's leading ``</s>``) is context only. An empty line is a
 sentence of zero words: it predicts only ``</s>`` and counts one token; it is
@@ -54,7 +54,7 @@ from nmt.data.io import DataError, iter_lines
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.lm import ARCHITECTURES, LanguageModel
 from nmt.models.lm.base import BOS, EOS, PAD, detach_state, make_lm_batch, select_state
-from smt_features.perplexity import PerplexityAccumulator, PerplexityResult, split_words
+from nmt.perplexity import PerplexityAccumulator, PerplexityResult, split_words
 
 REGIMES = ("sentence", "stream")
 LOSS_NORMS = ("token", "sequence")

@@ -2,7 +2,7 @@
 
 Writes into ``--out-dir``: ``aligned.<symmetrization>`` (Pharaoh ``i-j``
 lines), ``lex.f2e`` / ``lex.e2f`` (Moses word translation tables),
-``phrase-table.gz`` (Moses format, see :mod:`smt_features.phrase_table`) and
+``phrase-table.gz`` (Moses format, see :mod:`nmt.formats.phrase_table`) and
 ``config.yaml`` (the resolved options); prints the time of each stage.
 
 The input files hold tokenized text, one sentence per line, tokens separated
@@ -33,7 +33,7 @@ from smt_features.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, EflomalOpti
                                 long_pairs, read_alignments, read_tokenized_parallel, report_long_and_uneven,
                                 report_unaligned, symmetrize_corpus, write_alignments)
 from smt_features.moses_ini import default_config
-from smt_features.phrase_table import check_phrase_table
+from nmt.formats.phrase_table import check_phrase_table
 from smt_features.phrases import DEFAULT_MAX_PHRASE_LENGTH, build_phrase_table
 
 log = logging.getLogger(__name__)

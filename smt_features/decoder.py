@@ -156,8 +156,8 @@ class PhraseTable:
 
     @classmethod
     def load(cls, path: str | Path) -> "PhraseTable":
-        """Read a table with the strict reader of :mod:`smt_features.phrase_table`."""
-        from smt_features.phrase_table import PhraseTableReader
+        """Read a table with the strict reader of :mod:`nmt.formats.phrase_table`."""
+        from nmt.formats.phrase_table import PhraseTableReader
 
         reader = PhraseTableReader(path, keep_raw=False, intern=True)
         entries: dict[tuple[str, ...], list] = {}

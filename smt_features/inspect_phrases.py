@@ -28,7 +28,7 @@ from pathlib import Path
 from nmt import config as nmt_config
 from nmt.config import field
 from nmt.data.io import write_output, iter_lines
-from smt_features.phrase_table import DIRECT_PHRASE_PROB, load_phrase_table
+from nmt.formats.phrase_table import DIRECT_PHRASE_PROB, load_phrase_table
 from nmt.errors import UsageError, command, refuse_overwriting_inputs
 
 log = logging.getLogger(__name__)

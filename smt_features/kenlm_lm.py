@@ -44,7 +44,7 @@ from typing import IO, Iterable, Iterator, NamedTuple, Sequence
 
 from nmt.data.io import DataError, atomic_write, iter_lines
 from nmt.errors import command, refuse_overwriting_inputs
-from smt_features.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexity, split_words
+from nmt.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexity, split_words
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ DEFAULT_MAP_UNK = "_unk_"
 UNK = "<unk>"
 DATA_STRUCTURES = ("probing", "trie")
 
-_SPACE_CLASS = rb" \t\n\r\x0b\x0c"  # KenLM's word separators (see smt_features.perplexity)
+_SPACE_CLASS = rb" \t\n\r\x0b\x0c"  # KenLM's word separators (see nmt.perplexity)
 
 
 class KenLMError(RuntimeError):
@@ -440,7 +440,7 @@ class KenLMScorer:
         return self._word(word) in self.model
 
     def perplexity(self, lines: Iterable[str]) -> PerplexityResult:
-        """See :func:`smt_features.perplexity.kenlm_perplexity`."""
+        """See :func:`nmt.perplexity.kenlm_perplexity`."""
         return kenlm_perplexity(self, lines)
 
     def __repr__(self) -> str:

@@ -33,7 +33,7 @@ and e = target:
 
 Output columns (Moses order): ``φ(f|e) lex(f|e) φ(e|f) lex(e|f)``, the
 alignment, and ``count(e) count(f) count(f, e)``; see
-:mod:`smt_features.phrase_table`. Scores are computed in double precision
+:mod:`nmt.formats.phrase_table`. Scores are computed in double precision
 (Moses divides in ``float``; the printed 6 digits agree except at rare
 rounding boundaries) and every one of them is in (0, 1].
 
@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from nmt.data.io import atomic_write
 
 from smt_features.align import Links, can_fork, fork_pool
-from smt_features.phrase_table import SEP, PhraseEntry, encode_lines, is_gzip_path, write_encoded
+from nmt.formats.phrase_table import SEP, PhraseEntry, encode_lines, is_gzip_path, write_encoded
 
 log = logging.getLogger(__name__)
 

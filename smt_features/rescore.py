@@ -68,11 +68,11 @@ from nmt.config import field
 from nmt.data.io import DataError, atomic_write, count_lines
 from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.paths import resolve_checkpoint
-from smt_features.phrase_table import PhraseTableError, PhraseTableReader, append_scores
+from nmt.formats.phrase_table import PhraseTableError, PhraseTableReader, append_scores
 
 log = logging.getLogger(__name__)
 
-#: gzip level of written tables (as :mod:`smt_features.phrase_table` and Moses's pipes).
+#: gzip level of written tables (as :mod:`nmt.formats.phrase_table` and Moses's pipes).
 GZIP_LEVEL = 6
 #: Version of the ``OUT.parts`` layout; a resume refuses other versions.
 PARTS_VERSION = 1
@@ -238,7 +238,7 @@ class TableLines:
                 return  # reported by the real pass
 
     def parse(self, raw: bytes, line_no: int):
-        """The :class:`~smt_features.phrase_table.PhraseEntry` of a raw line (with its ``\\n``), or raises."""
+        """The :class:`~nmt.formats.phrase_table.PhraseEntry` of a raw line (with its ``\\n``), or raises."""
         if not self._primed:
             self._prime()
         return self.reader._parse(raw, line_no)

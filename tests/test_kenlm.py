@@ -18,7 +18,7 @@ kenlm = pytest.importorskip("kenlm")
 from smt_features import kenlm_lm  # noqa: E402
 from smt_features.kenlm_lm import (DEFAULT_MAP_UNK, KenLMError, KenLMNotFoundError, KenLMScorer,  # noqa: E402
                                    build_binary, cli_main, estimate_arpa, find_kenlm_binary, read_lines)
-from smt_features.perplexity import LN10, kenlm_perplexity, split_words  # noqa: E402
+from nmt.perplexity import LN10, kenlm_perplexity, split_words  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kenlm"
 TINY = DATA / "tiny.txt"

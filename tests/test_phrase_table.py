@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from smt_features.phrase_table import (
+from nmt.formats.phrase_table import (
     PhraseEntry,
     PhraseTableError,
     append_scores,

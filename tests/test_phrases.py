@@ -9,7 +9,7 @@ import pytest
 from smt_features import phrases
 from smt_features.align import write_alignments
 from smt_features.cli_train import cli_main
-from smt_features.phrase_table import check_phrase_table, iter_phrase_table
+from nmt.formats.phrase_table import check_phrase_table, iter_phrase_table
 from smt_features.phrases import (
     ExtractionCounts,
     LexicalTable,

@@ -17,7 +17,7 @@ import pytest
 from conftest import refused
 
 from conftest import make_toy_data
-from smt_features.phrase_table import PhraseTableError, iter_phrase_table, write_phrase_table
+from nmt.formats.phrase_table import PhraseTableError, iter_phrase_table, write_phrase_table
 from smt_features.rescore import RescoreConfig, rescore_table
 
 BIN = Path(sys.executable).parent

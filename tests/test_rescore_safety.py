@@ -14,7 +14,7 @@ import pytest
 from conftest import make_toy_data, refused
 
 from smt_features.cli_rescore import cli_main as rescore_main
-from smt_features.phrase_table import PhraseTableError
+from nmt.formats.phrase_table import PhraseTableError
 from smt_features.rescore import OutputLock, count_table_lines, remove_stale_temps
 
 TABLE = "".join(f"s{i % 7} s{i % 3} ||| t{i % 5} ||| 0.5 0.{i % 9 + 1} 0.25 0.5 ||| 0-0 ||| 1 1 1 ||| |||\n"

@@ -102,7 +102,7 @@ def test_trains_on_unique_phrase_table_pairs(tmp_path: Path, monkeypatch) -> Non
 
     from nmt.data.vocab import Vocabulary
     from nmt.translation_data import TranslationTask, unique_phrase_pairs
-    from smt_features.phrase_table import PhraseTableError
+    from nmt.formats.phrase_table import PhraseTableError
 
     toy = Path(__file__).parent / "data" / "smt" / "toy.phrase-table"
     lines = toy.read_text(encoding="utf-8").splitlines()

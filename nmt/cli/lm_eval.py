@@ -22,7 +22,7 @@ from nmt import config as C
 from nmt.data.io import atomic_write
 from nmt.lm_data import (REGIMES, UNK_NOTE, encode_all, load_language_model, perplexity, read_sentences,
                          token_logprobs)
-from smt_features.perplexity import format_result
+from nmt.perplexity import format_result
 from nmt.cli.common import require_lines
 from nmt.errors import command, refuse_overwriting_inputs
 

@@ -5,7 +5,7 @@ The model flags depend on ``--arch`` (an architecture or preset of
 architecture's, a preset's own values apply unless a flag is given). LM defaults differ from
 ``nmt-train``'s: SGD, lr 1, clip 5, batches of 20 (the RMN paper's). The loss
 is nats per token, tokens = words + one ``</s>`` per line (``<s>`` not counted),
-the accounting of every LM of the project (``smt_features.perplexity``).
+the accounting of every LM of the project (``nmt.perplexity``).
 
 Learning-rate schedules, Adam's betas, weight decay and weight averaging are
 the trainer's (``nmt.train``; the lr is a pure function of the trainer's state,

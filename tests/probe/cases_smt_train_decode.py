@@ -274,32 +274,21 @@ def _decode_cases() -> None:
         prog, "weights-override-count",
         lambda ws: args(ws, None, None, "--weights-override", "LM0= 0.5 0.5"),
         where=lambda ws: ("--weights-override", None), outputs=outs))
-    # an output that is an input: refused before anything is written
-    CASES.append(Case(
-        prog, "output-is-input",
-        lambda ws: ["--config", str(ws.moses_ini), "--input", str(ws.decode_input), "--output",
-                    str(ws.decode_input), "--progress", "false"],
-        where=lambda ws: ("decode.in", None)))
-    CASES.append(Case(
-        prog, "nbest-is-input",
-        lambda ws: ["--config", str(ws.moses_ini), "--input", str(ws.decode_input), "--output", str(out(ws)),
-                    "--n-best-list", str(ws.decode_input), "2", "--progress", "false"],
-        where=lambda ws: ("decode.in", None), outputs=lambda ws: [out(ws)]))
-    CASES.append(Case(
-        prog, "output-is-config",
-        lambda ws: ["--config", str(ws.moses_ini), "--input", str(ws.decode_input), "--output",
-                    str(ws.moses_ini), "--progress", "false"],
-        where=lambda ws: ("moses.ini", None)))
-    CASES.append(Case(
-        prog, "output-is-table",
-        lambda ws: ["--config", str(ws.moses_ini), "--input", str(ws.decode_input), "--output", str(out(ws)),
-                    "--n-best-list", str(ws.table), "2", "--progress", "false"],
-        where=lambda ws: ("toy.phrase-table", None), outputs=lambda ws: [out(ws)]))
-    CASES.append(Case(
-        prog, "output-is-nbest",
-        lambda ws: ["--config", str(ws.moses_ini), "--input", str(ws.decode_input), "--output", str(nbest(ws)),
-                    "--n-best-list", str(nbest(ws)), "2", "--progress", "false"],
-        where=lambda ws: ("decode.nbest", None), outputs=outs))
+    # an output that is an input: refused before anything is written.
+    # (fault, --output, --n-best-list or None, the input the message names)
+    same_file = [
+        ("output-is-input", lambda ws: ws.decode_input, None, "decode.in"),
+        ("nbest-is-input", out, lambda ws: ws.decode_input, "decode.in"),
+        ("output-is-config", lambda ws: ws.moses_ini, None, "moses.ini"),
+        ("output-is-table", out, lambda ws: ws.table, "toy.phrase-table"),
+        ("output-is-nbest", nbest, nbest, "decode.nbest"),
+    ]
+    for fault, output, nbest_list, named in same_file:
+        def argv(ws, output=output, nbest_list=nbest_list):
+            extra = ["--n-best-list", str(nbest_list(ws)), "2"] if nbest_list else []
+            return ["--config", str(ws.moses_ini), "--input", str(ws.decode_input), "--output", str(output(ws)),
+                    *extra, "--progress", "false"]
+        CASES.append(Case(prog, fault, argv, where=lambda ws, named=named: (named, None), outputs=outs))
 
 
 # ----------------------------------------------------------------------------- smt-tune

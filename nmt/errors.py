@@ -110,26 +110,32 @@ def command(prog: str) -> Callable[[Callable[..., int | None]], Callable[..., in
     return wrap
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Same file: by inode when both exist, else by resolved path (links followed)."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
 def refuse_overwriting_inputs(outputs: dict[str, str | os.PathLike[str] | None],
                               inputs: dict[str, str | os.PathLike[str] | None]) -> None:
-    """Raise :class:`UsageError` when an output path is one of the input paths (same file).
+    """Raise :class:`UsageError` when an output path is one of the input paths, or two outputs are one file
+    (the second write would replace the first).
 
     ``outputs`` and ``inputs`` map a flag name (for the message) to a path; ``None``, ``""`` and
     ``"-"`` are skipped. Paths are compared after resolving links, and by inode when both exist.
     """
-    def same(a: Path, b: Path) -> bool:
-        try:
-            if a.exists() and b.exists():
-                return os.path.samefile(a, b)
-        except OSError:
-            pass
-        return a.resolve() == b.resolve()
-
-    for out_flag, out in outputs.items():
-        if out in (None, "", "-"):
-            continue
+    given = [(flag, Path(p)) for flag, p in outputs.items() if p not in (None, "", "-")]
+    for out_flag, out in given:
         for in_flag, src in inputs.items():
             if src in (None, "", "-"):
                 continue
-            if same(Path(out), Path(src)):
+            if _same_file(out, Path(src)):
                 raise UsageError(f"{out}: {out_flag} is the same file as {in_flag}; refusing to overwrite an input")
+    for k, (flag_a, a) in enumerate(given):
+        for flag_b, b in given[k + 1:]:
+            if _same_file(a, b):
+                raise UsageError(f"{b}: {flag_a} and {flag_b} are the same file")

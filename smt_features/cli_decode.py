@@ -105,22 +105,6 @@ def _read_input(path: str, max_words: int = 0) -> list[str]:
     return lines
 
 
-def _refuse_shared_outputs(outputs: dict[str, str | None]) -> None:
-    """Two outputs must not be one file (the second would replace the first)."""
-    import os
-
-    from nmt.errors import UsageError
-
-    given = [(flag, Path(p)) for flag, p in outputs.items() if p not in (None, "", "-")]
-    for k, (flag_a, a) in enumerate(given):
-        for flag_b, b in given[k + 1:]:
-            same = a.resolve() == b.resolve()
-            if not same and a.exists() and b.exists():
-                same = os.path.samefile(a, b)
-            if same:
-                raise UsageError(f"{b}: {flag_a} and {flag_b} are the same file")
-
-
 def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> dict:
     """Decode ``cfg.input`` to ``cfg.output`` (and the n-best list); returns the run's statistics."""
     from tqdm import tqdm
@@ -135,7 +119,6 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
     # every check before the model is loaded, and nothing written before the end
     outputs = {"--output": cfg.output, "--n-best-list": nbest_spec[0] if nbest_spec else None,
                "--stats-json": cfg.stats_json or None}
-    _refuse_shared_outputs(outputs)
     refuse_overwriting_inputs(outputs, {"--input": cfg.input, "--config": cfg.config})
     lines = _read_input(cfg.input, cfg.max_sentence_length)
     t0 = time.perf_counter()

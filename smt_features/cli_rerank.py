@@ -14,7 +14,6 @@ otherwise the totals of the input lines unchanged. See ``docs/rerank_report.md``
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 
@@ -76,11 +75,6 @@ def check_paths(cfg: RerankConfig) -> None:
             name, path = R.parse_named(item, kind)
             inputs[f"{kind} {name}"] = path
     refuse_overwriting_inputs(outputs, inputs)
-    given = [(flag, path) for flag, path in outputs.items() if path]
-    for i, (flag, path) in enumerate(given):
-        for other, other_path in given[i + 1:]:
-            if os.path.abspath(path) == os.path.abspath(other_path):
-                raise UsageError(f"{path}: {flag} and {other} are the same file")
 
 
 def _load(path: str, which: str, build):

@@ -51,7 +51,6 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -65,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from nmt.config import field
-from nmt.data.io import DataError, atomic_write, count_lines
+from nmt.data.io import DataError, atomic_write, count_lines, remove_stale_temp_files
 from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.paths import resolve_checkpoint
 from nmt.formats.phrase_table import PhraseTableError, PhraseTableReader, append_scores
@@ -577,28 +576,11 @@ def remove_stale_temps(output: str | os.PathLike, sidecars: tuple[str, ...] = ("
     output's name or one of its ``sidecars``); no other file is touched. Call it holding the output's
     :class:`OutputLock` (a live run's temp files are never stale then). Returns what was removed."""
     out = Path(output)
-    names = [out.name] + [out.name + s for s in sidecars]
-    pattern = re.compile(r"\.(?:%s)\.[a-z0-9_]{8}\.tmp" % "|".join(re.escape(n) for n in names))
-    removed = []
-    try:
-        candidates = list(out.parent.iterdir())
-    except FileNotFoundError:
-        return removed
-    for path in candidates:
-        if pattern.fullmatch(path.name) and path.is_file() and not path.is_symlink():
-            path.unlink(missing_ok=True)
-            removed.append(path)
+    removed = remove_stale_temp_files(out.parent, names=[out.name] + [out.name + s for s in sidecars])
     if removed:
         log.info("removed %d stale temp file(s) of %s left by an interrupted run: %s", len(removed), out,
                  ", ".join(p.name for p in removed))
     return removed
-
-
-def _remove_stale_chunk_temps(parts: Path) -> None:
-    if parts.is_dir():
-        for path in parts.glob(".chunk-*.tmp"):
-            if re.fullmatch(r"\.chunk-\d{6}(?:\.gz)?\.[a-z0-9_]{8}\.tmp", path.name) and path.is_file():
-                path.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -694,7 +676,7 @@ def rescore_table(cfg: RescoreConfig) -> RescoreStats:
 
 def _rescore_locked(cfg: RescoreConfig, shard: tuple[int, int], ckpts: list[Path], t_start: float) -> RescoreStats:
     remove_stale_temps(cfg.output)
-    _remove_stale_chunk_temps(output_paths(cfg.output)["parts"])
+    remove_stale_temp_files(output_paths(cfg.output)["parts"])  # chunk temp files (the lock makes them stale)
     spec = EngineSpec(cfg.model, cfg.reverse_model, cfg.checkpoint, cfg.max_tokens, cfg.device, cfg.amp,
                       cfg.softmax_block, cfg.threads)
     scorer = None

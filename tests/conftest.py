@@ -71,15 +71,17 @@ def assert_same_checkpoint(a: Path, b: Path) -> None:
     assert sa["optimizer"]["param_groups"][0]["lr"] == sb["optimizer"]["param_groups"][0]["lr"]
 
 
-def refused(capsys, match: str | None, status: int) -> bool:
-    """A command refused its input the toolkit's way: exit status 2, ``match`` (a regex) on stderr, no
-    traceback. Use as ``assert refused(capsys, "line 3", main([...]))``."""
+def refused(capsys, match: str | None, status: int, *words: str) -> bool:
+    """A command refused its input the toolkit's way: exit status 2, ``match`` (a regex) and each of
+    ``words`` (plain text) on stderr, no traceback. Use as ``assert refused(capsys, ":3:", main([...]))``."""
     import re
 
     err = capsys.readouterr().err
     assert status == 2, f"exit status {status}, stderr: {err[-2000:]}"
     assert "Traceback" not in err, err[-2000:]
     assert match is None or re.search(match, err), f"{match!r} not in stderr: {err[-2000:]}"
+    for word in words:
+        assert word in err, f"{word!r} not in stderr: {err[-2000:]}"
     return True
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_toy_data
+from conftest import refused, make_toy_data
 
 from nmt.checkpoint import load_checkpoint
 from nmt.cli.evaluate import cli_main as evaluate_main
@@ -92,15 +92,6 @@ def lm(lm_corpus: dict[str, Path], tmp_path_factory) -> Path:
     return out
 
 
-def refused(capsys, status: int, *words: str) -> str:
-    err = capsys.readouterr().err
-    assert status == 2, err
-    assert "Traceback" not in err
-    for word in words:
-        assert word in err, err
-    return err
-
-
 # ------------------------------------------------------------------------------ output = input
 def test_score_output_equal_to_an_input_is_refused(model: Path, tmp_path: Path, capsys) -> None:
     src, tgt = tmp_path / "s.txt", tmp_path / "t.txt"
@@ -109,7 +100,7 @@ def test_score_output_equal_to_an_input_is_refused(model: Path, tmp_path: Path, 
     before = sha(tgt), sha(src)
     for victim in (tgt, src):
         status = score_main(["--model", str(model), "--src", str(src), "--tgt", str(tgt), "--output", str(victim)])
-        refused(capsys, status, str(victim), "refusing to overwrite an input")
+        refused(capsys, None, status, str(victim), "refusing to overwrite an input")
     assert (sha(tgt), sha(src)) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt", "t.txt"]  # no temp file either
 
@@ -122,7 +113,7 @@ def test_translate_output_equal_to_input_is_refused(model: Path, tmp_path: Path,
     for out in (inp, tmp_path / "." / "in.txt"):
         status = translate_main(["--model", str(model), "--input", str(inp), "--output", str(out), "--tokenized",
                                  "true", "--beam-size", "2", "--threads", "1"])
-        refused(capsys, status, "--output is the same file as --input")
+        refused(capsys, None, status, "--output is the same file as --input")
     assert sha(inp) == before
 
 
@@ -131,16 +122,16 @@ def test_evaluate_outputs_equal_to_inputs_are_refused(tmp_path: Path, capsys) ->
     hyp.write_text("Un chien , un chat &amp; un oiseau .\n", encoding="utf-8")
     ref.write_text("Un chien, un chat & un oiseau.\n", encoding="utf-8")
     before = sha(hyp), sha(ref)
-    refused(capsys, evaluate_main(["--hyp", str(hyp), "--ref", str(ref), "--detokenize", "fr", "--detok-out",
+    refused(capsys, None, evaluate_main(["--hyp", str(hyp), "--ref", str(ref), "--detokenize", "fr", "--detok-out",
                                    str(hyp)]), "--detok-out is the same file as --hyp")
-    refused(capsys, evaluate_main(["--hyp", str(hyp), "--ref", str(ref), "--json", str(ref)]),
+    refused(capsys, None, evaluate_main(["--hyp", str(hyp), "--ref", str(ref), "--json", str(ref)]),
             "--json is the same file as --ref")
     assert (sha(hyp), sha(ref)) == before
     # a different --detok-out is written, and only once the evaluation succeeded
     detok = tmp_path / "detok.txt"
     short_ref = tmp_path / "ref0.txt"
     short_ref.write_text("", encoding="utf-8")
-    refused(capsys, evaluate_main(["--hyp", str(hyp), "--ref", str(short_ref), "--detokenize", "fr", "--detok-out",
+    refused(capsys, None, evaluate_main(["--hyp", str(hyp), "--ref", str(short_ref), "--detokenize", "fr", "--detok-out",
                                    str(detok)]), f"{short_ref}:1:", "1 hypotheses", "0 references")
     assert not detok.exists()
     assert evaluate_main(["--hyp", str(hyp), "--ref", str(ref), "--detokenize", "fr", "--detok-out", str(detok)]) == 0
@@ -151,17 +142,17 @@ def test_evaluate_count_mismatch_names_both_files(tmp_path: Path, capsys) -> Non
     hyp, ref = tmp_path / "hyp.txt", tmp_path / "ref.txt"
     hyp.write_text(lf(TGT), encoding="utf-8")
     ref.write_text(lf(TGT[:2]), encoding="utf-8")
-    refused(capsys, evaluate_main(["--hyp", str(hyp), "--ref", str(ref)]), f"{ref}:3:", str(hyp), "4 hypotheses",
+    refused(capsys, None, evaluate_main(["--hyp", str(hyp), "--ref", str(ref)]), f"{ref}:3:", str(hyp), "4 hypotheses",
             "2 references")
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")
-    refused(capsys, evaluate_main(["--hyp", str(empty), "--ref", str(empty)]), f"{empty}: empty file")
+    refused(capsys, None, evaluate_main(["--hyp", str(empty), "--ref", str(empty)]), f"{empty}: empty file")
 
 
 def test_lm_score_output_equal_to_text_is_refused(lm: Path, lm_corpus, capsys) -> None:
     text = lm_corpus["valid"]
     before = sha(text)
-    refused(capsys, lm_score_main(["--model", str(lm), "--text", str(text), "--output", str(text)]),
+    refused(capsys, None, lm_score_main(["--model", str(lm), "--text", str(text), "--output", str(text)]),
             "--output is the same file as --text")
     assert sha(text) == before
 
@@ -173,14 +164,14 @@ def test_train_refuses_a_trained_out_dir_without_resume_or_overwrite(data: Path,
     assert (out / "checkpoint_best.pt").exists()
     old = folder_digest(out)
     capsys.readouterr()
-    refused(capsys, train_main(_train_args(data, out, "--max-updates", "1")), str(out), "holds a trained model",
+    refused(capsys, None, train_main(_train_args(data, out, "--max-updates", "1")), str(out), "holds a trained model",
             "--resume", "--overwrite")
-    refused(capsys, train_main(_train_args(data, out, "--max-updates", "1", "--resume", "--overwrite")), "not both")
+    refused(capsys, None, train_main(_train_args(data, out, "--max-updates", "1", "--resume", "--overwrite")), "not both")
     # --overwrite with bad data: refused before the old run is touched
     bad = tmp_path / "bad-data"
     make_toy_data(bad, n_train=8, n_dev=2)
     (bad / "train.tok.en").write_bytes(b"s1 \xff\n" * 8)
-    refused(capsys, train_main(_train_args(bad, out, "--max-updates", "1", "--overwrite")), "train.tok.en:1:")
+    refused(capsys, None, train_main(_train_args(bad, out, "--max-updates", "1", "--overwrite")), "train.tok.en:1:")
     assert folder_digest(out) == old
     # --overwrite: the old run's files are gone, nothing of it is mixed into the new one
     assert train_main(_train_args(data, out, "--max-updates", "1", "--overwrite")) == 0
@@ -201,10 +192,10 @@ def test_train_refusals_leave_no_out_dir(data: Path, tmp_path: Path, capsys) -> 
     for name in ("train.tok.en", "train.tok.fr"):
         (bad / name).write_text("", encoding="utf-8")
     out = tmp_path / "m"
-    refused(capsys, train_main(_train_args(bad, out)), "train.tok.en: empty file", "no training pairs")
+    refused(capsys, None, train_main(_train_args(bad, out)), "train.tok.en: empty file", "no training pairs")
     assert not out.exists()
     make_toy_data(bad, n_train=8, n_dev=2)
-    refused(capsys, train_main(_train_args(bad, out, "--max-len", "1")), "train.tok.en:", "more than --max-len 1")
+    refused(capsys, None, train_main(_train_args(bad, out, "--max-len", "1")), "train.tok.en:", "more than --max-len 1")
     assert not out.exists()
 
 
@@ -223,7 +214,7 @@ def test_lm_train_refuses_a_trained_out_dir_without_resume_or_overwrite(lm_corpu
     assert lm_train_main(_lm_args(lm_corpus, out)) == 0
     old = folder_digest(out)
     capsys.readouterr()
-    refused(capsys, lm_train_main(_lm_args(lm_corpus, out, "--max-updates", "1")), "holds a trained model")
+    refused(capsys, None, lm_train_main(_lm_args(lm_corpus, out, "--max-updates", "1")), "holds a trained model")
     assert folder_digest(out) == old
     assert lm_train_main(_lm_args(lm_corpus, out, "--max-updates", "1", "--overwrite")) == 0
     assert not (out / "checkpoint_best.pt").exists()  # the old run's best is gone (this run never evaluated)
@@ -281,7 +272,7 @@ def test_translate_refuses_a_long_line_by_its_number(model: Path, tmp_path: Path
     inp = tmp_path / "in"
     inp.write_text(lf([SRC[0], " ".join(["s1"] * 20)]), encoding="utf-8")
     out = tmp_path / "out"
-    refused(capsys, translate_main(["--model", str(model), "--input", str(inp), "--output", str(out), "--tokenized",
+    refused(capsys, None, translate_main(["--model", str(model), "--input", str(inp), "--output", str(out), "--tokenized",
                                     "true", "--max-input-len", "10"]), f"{inp}:2:", "20 tokens")
     assert not out.exists()
     assert translate_main(["--model", str(model), "--input", str(inp), "--output", str(out), "--tokenized", "true",
@@ -334,7 +325,7 @@ def test_prepare_reports_bad_split_before_writing(multi30k_dir: Path, tmp_path: 
     (multi30k_dir / "test_2017_flickr.en.gz").write_bytes(gzip.compress(b"A dog.\nA cat.\n"))
     (multi30k_dir / "test_2017_flickr.fr.gz").write_bytes(gzip.compress(content))
     out = tmp_path / "out"
-    refused(capsys, prepare_main(["--out-dir", str(out)]), where)
+    refused(capsys, None, prepare_main(["--out-dir", str(out)]), where)
     assert not out.exists()  # the last split is bad: nothing of the others was written
 
 
@@ -344,5 +335,5 @@ def test_prepare_both_sides_empty(multi30k_dir: Path, tmp_path: Path, capsys) ->
     for lang in ("en", "fr"):
         (multi30k_dir / f"val.{lang}.gz").write_bytes(gzip.compress(b""))
     out = tmp_path / "out"
-    refused(capsys, prepare_main(["--out-dir", str(out)]), "val.en.gz", "empty (no val pairs)")
+    refused(capsys, None, prepare_main(["--out-dir", str(out)]), "val.en.gz", "empty (no val pairs)")
     assert not out.exists()

@@ -11,10 +11,11 @@ import contextlib
 import gzip
 import io
 import os
+import re
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -203,12 +204,20 @@ def _new_file_mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
-def remove_stale_temp_files(folder: PathLike) -> list[Path]:
+def remove_stale_temp_files(folder: PathLike, names: Iterable[str] | None = None) -> list[Path]:
     """Delete the temp files :func:`atomic_write` leaves in ``folder`` when its process is killed
-    mid-write (``.NAME.XXXXXXXX.tmp``); the finished files are never touched. Returns what was removed."""
+    mid-write (``.NAME.XXXXXXXX.tmp``); with ``names``, only those of files so named. The finished
+    files (and links) are never touched. Returns what was removed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    if names is None:
+        pattern = re.compile(r"\..+\.tmp")
+    else:
+        pattern = re.compile(r"\.(?:%s)\.[a-z0-9_]{8}\.tmp" % "|".join(re.escape(n) for n in names))
     removed = []
-    for path in Path(folder).glob(".*.tmp"):
-        if path.is_file():
+    for path in folder.iterdir():
+        if pattern.fullmatch(path.name) and path.is_file() and not path.is_symlink():
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import Case
 from .cases_smt_neural import TABLE_FAULTS, TABLE_HEAD
-from .faults import text
+from .faults import missing_or_directory, text
 
 CASES: list[Case] = []
 
@@ -118,12 +118,8 @@ def _kenlm_cases() -> None:
     CASES.append(Case(
         prog, "train-only-empty-lines", lambda ws: train(ws, ws.file("kenlm.train.blank", "\n \n\n")),
         where=lambda ws: ("kenlm.train.blank", None), outputs=outs))
-    CASES.append(Case(
-        prog, "train-missing", lambda ws: train(ws, ws.missing("nope.txt")),
-        where=lambda ws: ("nope.txt", None), outputs=outs))
-    CASES.append(Case(
-        prog, "train-directory", lambda ws: train(ws, ws.folder("adir")),
-        where=lambda ws: ("adir", None), outputs=outs))
+    CASES.extend(missing_or_directory(prog, "train", "nope.txt",
+                                      lambda ws, path: train(ws, path), outs))
     CASES.append(Case(
         prog, "train-truncated-gz", lambda ws: train(ws, ws.truncated_gz("kenlm.train.gz", lm_text * 300)),
         where=lambda ws: ("kenlm.train.gz", None), outputs=outs))
@@ -212,18 +208,10 @@ def _decode_cases() -> None:
         CASES.append(Case(
             prog, f"input-{label}", lambda ws, name=name, content=content: args(ws, src=ws.file(name, content)),
             where=lambda ws, name=name, line=line: (name, line), outputs=outs))
-    CASES.append(Case(
-        prog, "input-missing", lambda ws: args(ws, src=ws.missing("nope.in")),
-        where=lambda ws: ("nope.in", None), outputs=outs))
-    CASES.append(Case(
-        prog, "input-directory", lambda ws: args(ws, src=ws.folder("adir")),
-        where=lambda ws: ("adir", None), outputs=outs))
-    CASES.append(Case(
-        prog, "config-missing", lambda ws: args(ws, ini=ws.missing("nope.ini")),
-        where=lambda ws: ("nope.ini", None), outputs=outs))
-    CASES.append(Case(
-        prog, "config-directory", lambda ws: args(ws, ini=ws.folder("adir")),
-        where=lambda ws: ("adir", None), outputs=outs))
+    CASES.extend(missing_or_directory(prog, "input", "nope.in",
+                                      lambda ws, path: args(ws, src=path), outs))
+    CASES.extend(missing_or_directory(prog, "config", "nope.ini",
+                                      lambda ws, path: args(ws, ini=path), outs))
     CASES.append(Case(
         prog, "config-non-utf8",
         lambda ws: args(ws, ini=ws.file("decode.ini.non-utf8", b"[feature]\nWordPenalty\n# \xff\n")),
@@ -322,12 +310,8 @@ def _tune_cases() -> None:
         prog, "both-empty",
         lambda ws: args(ws, src=ws.file("dev.src.empty", ""), ref=ws.file("dev.ref.empty", "")),
         where=lambda ws: ("dev.src.empty", None), outputs=outs))
-    CASES.append(Case(
-        prog, "src-missing", lambda ws: args(ws, src=ws.missing("nope.src")),
-        where=lambda ws: ("nope.src", None), outputs=outs))
-    CASES.append(Case(
-        prog, "src-directory", lambda ws: args(ws, src=ws.folder("adir")),
-        where=lambda ws: ("adir", None), outputs=outs))
+    CASES.extend(missing_or_directory(prog, "src", "nope.src",
+                                      lambda ws, path: args(ws, src=path), outs))
     CASES.append(Case(
         prog, "config-missing", lambda ws: args(ws, ini=ws.missing("nope.ini")),
         where=lambda ws: ("nope.ini", None), outputs=outs))

@@ -34,3 +34,16 @@ MALFORMED_YAML = ("threads: 1\nbeam_size: 5\nbad: indent: here\n", 3)
 def truncated(data: bytes) -> bytes:
     """The first half of a file (a copy cut short, e.g. a checkpoint of a killed transfer)."""
     return data[: len(data) // 2]
+
+
+def missing_or_directory(prog: str, label: str, name: str, argv_with, outputs) -> list:
+    """Cases ``LABEL-missing`` and ``LABEL-directory``: a path argument that does not exist, or is a folder.
+
+    ``argv_with(ws, path)`` builds the command's arguments with ``path`` in the argument's place; the
+    message must name ``name`` (the missing file) or the folder."""
+    from . import Case
+
+    return [Case(prog, f"{label}-missing", lambda ws: argv_with(ws, ws.missing(name)),
+                 where=lambda ws: (name, None), outputs=outputs),
+            Case(prog, f"{label}-directory", lambda ws: argv_with(ws, ws.folder("adir")),
+                 where=lambda ws: ("adir", None), outputs=outputs)]

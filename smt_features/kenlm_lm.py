@@ -37,12 +37,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterable, Iterator, NamedTuple, Sequence
 
-from nmt.data.io import DataError, atomic_write, iter_lines
+from nmt.data.io import GZIP_ERRORS, DataError, atomic_write, iter_lines
 from nmt.errors import command, refuse_overwriting_inputs
 from nmt.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexity, split_words
 
@@ -81,7 +80,6 @@ def check_input_file(path: str | Path, what: str) -> Path:
     return path
 
 
-_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 _LMPLZ_DISCOUNT_FAILURE = ("BadDiscountException", "Could not calculate Kneser-Ney discounts")
 _LMPLZ_SPECIAL_WORD = "Special word "
 
@@ -113,7 +111,7 @@ def _stream_checked(src: IO[bytes], write, path: Path, rewriter: "_UnkRewriter |
                 data = b"".join(rewriter(raw) for raw in block)
             write(data)
             n_lines += len(block)
-    except _GZIP_ERRORS as err:  # read a block at a time: the line is not known, the lines before it are
+    except GZIP_ERRORS as err:  # read a block at a time: the line is not known, the lines before it are
         raise DataError(f"{path}: corrupt or truncated gzip stream after its first {n_lines} line(s) or fewer: "
                         f"{err}") from None
     return n_lines, n_words
@@ -273,32 +271,30 @@ def estimate_arpa(text_path: str | Path, arpa_path: str | Path, order: int = 5, 
     if skip_symbols:
         cmd.append("--skip_symbols")
     cmd += [str(a) for a in extra_args]
-    stream = True  # always through Python: strict UTF-8 with the line of a bad byte, BOM dropped, <unk> mapped
+    # the text always goes through Python: strict UTF-8 with the line of a bad byte, BOM dropped, <unk> mapped
     rewriter = _UnkRewriter(map_unk) if map_unk is not None else None
     log.info("estimating %d-gram ARPA: %s < %s", order, " ".join(cmd), text_path)
     t0 = time.perf_counter()
     ok = False
     try:
         with tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if stream else subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
+            assert proc.stdin is not None
             broken_pipe = False
-            if stream:
-                assert proc.stdin is not None
-                try:
-                    with _open_binary_text(text_path) as src:
-                        n_lines, n_word_lines = _stream_checked(src, proc.stdin.write, text_path, rewriter)
-                    if n_word_lines == 0:
-                        raise DataError(f"{text_path}: " + ("empty file" if n_lines == 0 else
-                                                             f"{n_lines} line(s) but not one word")
-                                        + ": nothing to estimate a language model from")
-                    proc.stdin.close()
-                except BrokenPipeError:
-                    broken_pipe = True  # lmplz died early; its stderr says why
-                except BaseException:
-                    proc.kill()
-                    proc.wait()
-                    raise
+            try:
+                with _open_binary_text(text_path) as src:
+                    n_lines, n_word_lines = _stream_checked(src, proc.stdin.write, text_path, rewriter)
+                if n_word_lines == 0:
+                    raise DataError(f"{text_path}: " + ("empty file" if n_lines == 0 else
+                                                         f"{n_lines} line(s) but not one word")
+                                    + ": nothing to estimate a language model from")
+                proc.stdin.close()
+            except BrokenPipeError:
+                broken_pipe = True  # lmplz died early; its stderr says why
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
             rc = proc.wait()
             if rc != 0 or broken_pipe:
                 refusal = _lmplz_refusal(_stderr_tail(err), text_path, order, map_unk, skip_symbols)

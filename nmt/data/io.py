@@ -21,7 +21,8 @@ from typing import IO, Any
 
 PathLike = str | os.PathLike[str]
 
-_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
+#: what reading a truncated or corrupt gzip stream raises
+GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 
 
 class DataError(ValueError):
@@ -102,7 +103,7 @@ def iter_lines(path: PathLike, *, allow_empty: bool = False) -> Iterator[str]:
                 if not allow_empty and not text.strip():
                     raise DataError(path, line_no, "empty line (every line must hold a sentence)")
                 yield text
-        except _GZIP_ERRORS as err:
+        except GZIP_ERRORS as err:
             raise DataError(path, line_no + 1, f"corrupt or truncated gzip stream: {err}") from None
 
 
@@ -126,7 +127,7 @@ def count_lines(path: PathLike) -> int:
             for chunk in iter(lambda: read(1 << 20), b""):
                 count += chunk.count(b"\n")
                 last = chunk[-1:]
-        except _GZIP_ERRORS as err:
+        except GZIP_ERRORS as err:
             raise DataError(path, count + 1, f"corrupt or truncated gzip stream: {err}") from None
     return count + (last != b"\n")
 

@@ -10,7 +10,7 @@ Variants (all at the same stack size, table limit and distortion limit):
 * ``early``   — ``bounded`` plus Moses's early discarding at threshold 1
   (a heuristic, off by default in Moses and here).
 
-Each runs the compiled search core (``smt_features/fast_search.py``, built by
+Each runs the compiled search core (``smt_features/decode/fast_search.py``, built by
 ``third_party/build_search.sh``) unless its name ends in ``-py`` (the Python
 search loop, e.g. ``plain-py``, the pure-Python reference); both give identical
 results, which the benchmark checks (``same output``).
@@ -50,7 +50,7 @@ def rss_mb() -> float:
 
 
 def run_variant(decoder, lines, options, threads=1, fast=None):
-    from smt_features.decoder import decode_corpus
+    from smt_features.decode.decoder import decode_corpus
 
     decoder.options = options
     decoder._fast = fast  # None = the Python search loop
@@ -79,8 +79,8 @@ def main() -> int:
     ap.add_argument("--json", default="", help="also write the figures here")
     args = ap.parse_args()
 
-    from smt_features.decoder import SearchOptions, build_decoder
-    from smt_features.moses_ini import read_moses_ini
+    from smt_features.decode.decoder import SearchOptions, build_decoder
+    from smt_features.model.moses_ini import read_moses_ini
 
     t0 = time.perf_counter()
     decoder = build_decoder(read_moses_ini(args.config), table_limit=args.table_limit)

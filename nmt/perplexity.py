@@ -121,7 +121,7 @@ class PerplexityAccumulator:
                                         num_sentences=self.num_sentences, num_oov=self.num_oov)
 
 
-class _TokenScorer(Protocol):  # what kenlm_perplexity needs (smt_features.kenlm_lm.KenLMScorer)
+class _TokenScorer(Protocol):  # what kenlm_perplexity needs (smt_features.model.kenlm.KenLMScorer)
     def token_scores(self, tokens: Sequence[str]) -> list[tuple[float, int, bool]]: ...
 
 

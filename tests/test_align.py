@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from nmt.data.io import DataError
-from smt_features import align as align_mod
-from smt_features.align import (
+from smt_features.train import align as align_mod
+from smt_features.train.align import (
     SYMMETRIZATIONS,
     align_files,
     eflomal_align,

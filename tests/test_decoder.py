@@ -13,14 +13,14 @@ import pytest
 
 pytest.importorskip("kenlm")
 
-from smt_features.decoder import (  # noqa: E402
+from smt_features.decode.decoder import (  # noqa: E402
     O_SL, O_TGT, Decoder, PhraseTable, SearchOptions, build_decoder, decode_corpus,
 )
-from smt_features.features import (  # noqa: E402
+from smt_features.model.features import (  # noqa: E402
     LOWEST_SCORE, DistortionFeature, FeatureSet, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature,
     UnknownWordPenaltyFeature, WordPenaltyFeature,
 )
-from smt_features.kenlm_lm import KenLMScorer  # noqa: E402
+from smt_features.model.kenlm import KenLMScorer  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "decoder"
 LN2 = math.log(2.0)
@@ -242,7 +242,7 @@ def test_early_discarding_keeps_toy_best():
 
 
 def test_build_from_moses_ini_and_weights(tmp_path):
-    from smt_features.moses_ini import default_config
+    from smt_features.model.moses_ini import default_config
 
     cfg = default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2)
     dec = build_decoder(cfg)
@@ -276,9 +276,9 @@ def test_featureset_weights_errors():
 
 
 def test_cli_decode_writes_output_and_nbest(tmp_path, capsys):
-    from smt_features.cli_decode import cli_main
-    from smt_features.moses_ini import default_config
-    from smt_features.nbest import read_nbest
+    from smt_features.cli.decode import cli_main
+    from smt_features.model.moses_ini import default_config
+    from nmt.formats.nbest import read_nbest
 
     ini = tmp_path / "moses.ini"
     default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2).write(ini)
@@ -314,7 +314,7 @@ def test_cli_decode_writes_output_and_nbest(tmp_path, capsys):
 
 
 def test_cli_reports_bad_config(tmp_path, capsys):
-    from smt_features.cli_decode import cli_main
+    from smt_features.cli.decode import cli_main
 
     ini = tmp_path / "moses.ini"
     ini.write_text("[feature]\nKENLM name=LM0 path=nowhere.arpa\n[weight]\nLM0= 1 2\n", encoding="utf-8")

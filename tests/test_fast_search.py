@@ -1,5 +1,5 @@
-"""The compiled search core (smt_features/csrc/search.cpp via smt_features.fast_search) against the
-Python search of smt_features.decoder: the same 1-best, n-best lists, feature values, scores and
+"""The compiled search core (smt_features/decode/csrc/search.cpp via smt_features.decode.fast_search) against the
+Python search of smt_features.decode.decoder: the same 1-best, n-best lists, feature values, scores and
 search statistics — compared exactly (bit for bit), on the toy fixtures of tests/data/decoder and
 on random phrase tables, language models and inputs.
 
@@ -16,16 +16,16 @@ import pytest
 
 pytest.importorskip("kenlm")
 
-from smt_features import fast_search  # noqa: E402
-from smt_features.decoder import (  # noqa: E402
+from smt_features.decode import fast_search  # noqa: E402
+from smt_features.decode.decoder import (  # noqa: E402
     H_ARCS, H_COV, H_DIST, H_LAST, H_LM, H_OPT, H_PREV, H_SCORE, H_SID, H_START, H_TOTAL, Decoder, PhraseTable,
     SearchOptions, build_decoder, decode_corpus,
 )
-from smt_features.features import (  # noqa: E402
+from smt_features.model.features import (  # noqa: E402
     DistortionFeature, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature, UnknownWordPenaltyFeature,
     WordPenaltyFeature,
 )
-from smt_features.kenlm_lm import KenLMScorer  # noqa: E402
+from smt_features.model.kenlm import KenLMScorer  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "decoder"
 DEFAULT_WEIGHTS = {"UnknownWordPenalty0": [1.0], "WordPenalty0": [-1.0], "PhrasePenalty0": [0.2],
@@ -112,7 +112,7 @@ def test_compiled_without_extension_errors_and_auto_falls_back(monkeypatch, capl
     table = PhraseTable.load(DATA / "toy.phrase-table")
     with pytest.raises(ValueError, match="build_search.sh"):
         Decoder(toy_features(), DEFAULT_WEIGHTS, table, SearchOptions(search="compiled"))
-    with caplog.at_level(logging.INFO, logger="smt_features.fast_search"):
+    with caplog.at_level(logging.INFO, logger="smt_features.decode.fast_search"):
         dec = Decoder(toy_features(), DEFAULT_WEIGHTS, table, SearchOptions(search="auto"))
     assert dec.search_kind == "python"
     assert "build_search.sh" in caplog.text
@@ -125,7 +125,7 @@ def test_unsupported_stateful_feature_falls_back_to_python(caplog):
         pass
 
     table = PhraseTable.load(DATA / "toy.phrase-table")
-    with caplog.at_level(logging.INFO, logger="smt_features.fast_search"):
+    with caplog.at_level(logging.INFO, logger="smt_features.decode.fast_search"):
         dec = Decoder(toy_features(distortion_cls=OtherDistortion), DEFAULT_WEIGHTS, table, SearchOptions())
     assert dec.search_kind == "python"
     assert len([r for r in caplog.records if "OtherDistortion" in r.getMessage()]) == 1
@@ -192,8 +192,8 @@ def test_empty_sentence_and_weight_changes():
 
 @needs_ext
 def test_build_decoder_cli_and_corpus(tmp_path):
-    from smt_features.cli_decode import cli_main
-    from smt_features.moses_ini import default_config
+    from smt_features.cli.decode import cli_main
+    from smt_features.model.moses_ini import default_config
 
     cfg = default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2)
     py = build_decoder(cfg, options=SearchOptions(search="python"))
@@ -219,7 +219,7 @@ def test_build_decoder_cli_and_corpus(tmp_path):
 def test_sentences_longer_than_the_core_use_python(caplog):
     py, cc = toy_pair()
     cc._fast.max_words = 4
-    with caplog.at_level(logging.WARNING, logger="smt_features.fast_search"):
+    with caplog.at_level(logging.WARNING, logger="smt_features.decode.fast_search"):
         for sent in ("a b c a b", "b c a b c a"):
             same_result(py.decode(sent, nbest=5), cc.decode(sent, nbest=5), sent)
     assert len([r for r in caplog.records if "longer than" in r.getMessage()]) == 1

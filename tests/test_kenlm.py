@@ -1,4 +1,4 @@
-"""KenLM estimation (lmplz), binarization and queries through smt_features.kenlm_lm.
+"""KenLM estimation (lmplz), binarization and queries through smt_features.model.kenlm.
 
 Tests that run KenLM's tools skip when they are not built; build them with
 ``bash third_party/build_kenlm.sh`` (CI does so first).
@@ -15,8 +15,8 @@ import pytest
 
 kenlm = pytest.importorskip("kenlm")
 
-from smt_features import kenlm_lm  # noqa: E402
-from smt_features.kenlm_lm import (DEFAULT_MAP_UNK, KenLMError, KenLMNotFoundError, KenLMScorer,  # noqa: E402
+from smt_features.model import kenlm as kenlm_lm  # noqa: E402
+from smt_features.model.kenlm import (DEFAULT_MAP_UNK, KenLMError, KenLMNotFoundError, KenLMScorer,  # noqa: E402
                                    build_binary, cli_main, estimate_arpa, find_kenlm_binary, read_lines)
 from nmt.perplexity import LN10, kenlm_perplexity, split_words  # noqa: E402
 

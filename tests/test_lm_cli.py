@@ -445,7 +445,7 @@ def test_recipe_quick_smoke(tmp_path: Path) -> None:
     data.mkdir(parents=True)
     for split in ("train", "valid", "test"):
         (data / f"ptb.{split}.txt").write_text(paths[split].read_text().replace("\n\n", "\nw1\n"))
-    from smt_features.kenlm_lm import KenLMNotFoundError, find_kenlm_binary
+    from smt_features.model.kenlm import KenLMNotFoundError, find_kenlm_binary
 
     try:
         find_kenlm_binary("lmplz")

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import sacrebleu
 
-from smt_features import cli_tune
-from smt_features.bleu_stats import BleuScorer, bleu_from_stats, corpus_bleu, sentence_bleu
-from smt_features.mert import (MertOptions, NBestPool, PoolArrays, line_search, mert, optimise, sort_rows,
+from smt_features.cli import tune as cli_tune
+from smt_features.tune.bleu_stats import BleuScorer, bleu_from_stats, corpus_bleu, sentence_bleu
+from smt_features.tune.mert import (MertOptions, NBestPool, PoolArrays, line_search, mert, optimise, sort_rows,
                                upper_envelope)
 
 VOCAB = [f"w{i}" for i in range(8)]
@@ -248,7 +248,7 @@ def test_fixed_features_and_ranges():
 
 
 def test_optimise_accepts_named_weights_and_nbest_entries(tmp_path):
-    from smt_features.nbest import read_nbest
+    from nmt.formats.nbest import read_nbest
 
     path = tmp_path / "n.best"
     path.write_text(NBEST_TEXT, encoding="utf-8")
@@ -400,7 +400,7 @@ def _tune_args(root: Path, work: str, *extra: str, decoder_extra: str = "") -> l
 
 
 def test_tune_loop_converges_and_writes_tuned_ini(tune_setup, capsys):
-    from smt_features.moses_ini import read_moses_ini
+    from smt_features.model.moses_ini import read_moses_ini
 
     root = tune_setup
     assert cli_tune.cli_main(_tune_args(root, "work")) == 0

@@ -62,7 +62,7 @@ def test_hand_made_bigram_corpus():
     Σ ln p = -7.5 · ln 10 = -17.269388...
     ppl = exp(17.269388 / 9) = 10^(7.5 / 9) = 10^0.8333... = 6.812921
     """
-    from smt_features.kenlm_lm import KenLMScorer
+    from smt_features.model.kenlm import KenLMScorer
 
     scorer = KenLMScorer(HAND_ARPA)
     assert scorer.order == 2
@@ -94,7 +94,7 @@ def test_hand_made_bigram_corpus():
 
 
 def test_empty_line_counts_its_end_of_sentence():
-    from smt_features.kenlm_lm import KenLMScorer
+    from smt_features.model.kenlm import KenLMScorer
 
     scorer = KenLMScorer(HAND_ARPA)
     res = kenlm_perplexity(scorer, [""])  # p(</s>|<s>) = bo(<s>) + p(</s>) = -0.5 - 1.0
@@ -105,7 +105,7 @@ def test_empty_line_counts_its_end_of_sentence():
 def test_map_unk_turns_literal_unk_into_a_word():
     """With the default map_unk, a literal <unk> is looked up as the word _unk_ (an OOV in this
     model, so it still scores as <unk>); with map_unk=None it is KenLM's <unk> itself. Same number."""
-    from smt_features.kenlm_lm import KenLMScorer
+    from smt_features.model.kenlm import KenLMScorer
 
     mapped = KenLMScorer(HAND_ARPA).token_scores(["a", "<unk>"])
     raw = KenLMScorer(HAND_ARPA, map_unk=None).token_scores(["a", "<unk>"])

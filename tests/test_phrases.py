@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from smt_features import phrases
-from smt_features.align import write_alignments
-from smt_features.cli_train import cli_main
+from smt_features.train import phrases
+from smt_features.train.align import write_alignments
+from smt_features.cli.train import cli_main
 from nmt.formats.phrase_table import check_phrase_table, iter_phrase_table
-from smt_features.phrases import (
+from smt_features.train.phrases import (
     ExtractionCounts,
     LexicalTable,
     build_phrase_table,
@@ -254,7 +254,7 @@ def test_cli_with_given_alignment(tmp_path, capsys):
 
 
 def test_cli_writes_moses_ini_with_lm(tmp_path):
-    from smt_features.moses_ini import read_moses_ini
+    from smt_features.model.moses_ini import read_moses_ini
 
     (tmp_path / "train.src").write_text("\n".join(TOY_SRC) + "\n")
     (tmp_path / "train.tgt").write_text("\n".join(TOY_TGT) + "\n")

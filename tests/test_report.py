@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smt_features import report as REP
-from smt_features.cli_report import cli_main as report_main
+from smt_features.report import build as REP
+from smt_features.cli.report import cli_main as report_main
 
 SIG = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0"
 

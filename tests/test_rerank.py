@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import refused
 
-from smt_features import rerank as R
-from smt_features.cli_rerank import cli_main as rerank_main
-from smt_features.nbest import NBestEntry, NBestError, read_nbest
+from smt_features.neural import rerank as R
+from smt_features.cli.rerank import cli_main as rerank_main
+from nmt.formats.nbest import NBestEntry, NBestError, read_nbest
 from conftest import make_toy_data, teacher_forced_log_probs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def test_feature_values_equal_the_scorers(models, tmp_path: Path) -> None:
     from nmt.lm_data import encode_all, load_language_model, sentence_token_logprobs
     from nmt.model_io import load_translation_model
     from nmt.scoring import PairScorer
-    from smt_features.kenlm_lm import KenLMScorer
+    from smt_features.model.kenlm import KenLMScorer
 
     nb, src = _write(tmp_path)
     out = tmp_path / "out.nbest"

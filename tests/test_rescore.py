@@ -18,7 +18,7 @@ from conftest import refused
 
 from conftest import make_toy_data
 from nmt.formats.phrase_table import PhraseTableError, iter_phrase_table, write_phrase_table
-from smt_features.rescore import RescoreConfig, rescore_table
+from smt_features.neural.rescore import RescoreConfig, rescore_table
 
 BIN = Path(sys.executable).parent
 FLOOR = math.exp(-100)
@@ -286,7 +286,7 @@ def test_malformed_line_stops_with_its_number(setup, tmp_path: Path) -> None:
     with pytest.raises(PhraseTableError, match=r"bad\.gz:9: expected 7 fields|bad\.gz:9: 3 fields"):
         _run(path, setup["fwd"], out, window=4, chunk_lines=4)
     assert not out.exists() and not list(tmp_path.glob(".o.gz*"))  # no partial output left
-    from smt_features.cli_rescore import cli_main
+    from smt_features.cli.rescore import cli_main
 
     rc = cli_main(["--table", str(path), "--model", str(setup["fwd"]), "--output", str(out), "--progress", "false"])
     assert rc == 2  # bad input: exit status 2 with FILE:LINE (nmt.errors)
@@ -321,14 +321,14 @@ def test_reverse_model_in_the_wrong_direction_is_refused(setup, tmp_path: Path) 
 
 
 def test_no_torch_at_import() -> None:
-    code = ("import sys, smt_features.rescore, smt_features.cli_rescore, smt_features.inspect_phrases; "
+    code = ("import sys, smt_features.neural.rescore, smt_features.cli.rescore, smt_features.neural.inspect_phrases; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 # -- smt-inspect-phrases ------------------------------------------------------------------------------
 def test_inspect_phrases_markdown(setup, tmp_path: Path) -> None:
-    from smt_features.inspect_phrases import cli_main as inspect_main
+    from smt_features.neural.inspect_phrases import cli_main as inspect_main
 
     sources = tmp_path / "sources.txt"
     sources.write_text("s1 s2\ns1\nnot in table\n", encoding="utf-8")
@@ -355,7 +355,7 @@ def test_bf16_autocast_on_cpu_is_close(setup, tmp_path: Path) -> None:
 
 # -- the shard launcher (smt-rescore-sharded) --------------------------------------------------------------
 def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None:
-    from smt_features.rescore_launch import cli_main as launch_main, part_path
+    from smt_features.neural.sharded import cli_main as launch_main, part_path
 
     single = tmp_path / "single.gz"
     _run(setup["table"], setup["fwd"], single, window=10, chunk_lines=20, wp_column=True)
@@ -365,7 +365,7 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
     assert launch_main(["--shards", "3", "--output", str(merged), "--dry-run", "--", *args]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 4 and "--shard 2/3" in printed[2] and printed[3].startswith("cat ")
-    from smt_features.moses_ini import default_config, read_moses_ini
+    from smt_features.model.moses_ini import default_config, read_moses_ini
 
     ini = tmp_path / "moses.ini"
     default_config(str(setup["table"]), "lm.binary").write(ini)
@@ -392,8 +392,8 @@ def test_moses_ini_for_the_rescored_table_loads_in_the_decoder(setup, tmp_path: 
     """--moses-ini: the written config points at the new table with num-features 4 + 2 and a 0.2 weight
     per new score; the decoder loads the table with it (the column count must match)."""
     pytest.importorskip("kenlm")
-    from smt_features.decoder import build_decoder
-    from smt_features.moses_ini import default_config, read_moses_ini
+    from smt_features.decode.decoder import build_decoder
+    from smt_features.model.moses_ini import default_config, read_moses_ini
 
     data_dir = Path(__file__).parent / "data" / "decoder"
     ini = tmp_path / "moses.ini"

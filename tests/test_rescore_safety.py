@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import make_toy_data, refused
 
-from smt_features.cli_rescore import cli_main as rescore_main
+from smt_features.cli.rescore import cli_main as rescore_main
 from nmt.formats.phrase_table import PhraseTableError
-from smt_features.rescore import OutputLock, count_table_lines, remove_stale_temps
+from smt_features.neural.rescore import OutputLock, count_table_lines, remove_stale_temps
 
 TABLE = "".join(f"s{i % 7} s{i % 3} ||| t{i % 5} ||| 0.5 0.{i % 9 + 1} 0.25 0.5 ||| 0-0 ||| 1 1 1 ||| |||\n"
                 for i in range(30))
@@ -127,7 +127,7 @@ def test_output_equal_to_an_input_is_refused_before_writing(model: Path, tmp_pat
 
 
 def test_rerank_refuses_to_overwrite_its_nbest(tmp_path: Path, capsys) -> None:
-    from smt_features.cli_rerank import cli_main as rerank_main
+    from smt_features.cli.rerank import cli_main as rerank_main
 
     nbest = tmp_path / "dev.nbest"
     nbest.write_text("0 ||| x y  ||| LM0= -2.5 ||| -2.5\n0 ||| y x  ||| LM0= -3 ||| -3\n", encoding="utf-8")
@@ -143,7 +143,7 @@ def test_rerank_refuses_to_overwrite_its_nbest(tmp_path: Path, capsys) -> None:
 
 def test_inspect_refuses_a_line_with_another_score_count(model: Path, tmp_path: Path, capsys) -> None:
     """The 3-score line is the only line of the inspected source: it used to be read, printing 0.2 as φ(e|f)."""
-    from smt_features.inspect_phrases import cli_main as inspect_main
+    from smt_features.neural.inspect_phrases import cli_main as inspect_main
 
     table = tmp_path / "pt"
     table.write_text("a ||| x ||| 0.5 0.5 0.5 0.5 ||| 0-0 ||| 1 1 1 ||| |||\n"

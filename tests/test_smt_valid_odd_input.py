@@ -28,7 +28,7 @@ def _table_lines(path: Path) -> list[str]:
 
 
 def _train(tmp_path: Path, name: str, src: bytes, tgt: bytes) -> tuple[int, Path]:
-    from smt_features.cli_train import cli_main
+    from smt_features.cli.train import cli_main
 
     (tmp_path / f"{name}.src").write_bytes(src)
     (tmp_path / f"{name}.tgt").write_bytes(tgt)
@@ -72,7 +72,7 @@ def test_train_phrases_refuses_an_empty_corpus_before_writing(tmp_path, capsys):
 
 
 def test_uneven_pairs_are_reported(caplog):
-    from smt_features.align import report_long_and_uneven, report_unaligned
+    from smt_features.train.align import report_long_and_uneven, report_unaligned
 
     with caplog.at_level(logging.WARNING):
         assert report_long_and_uneven([(2, 2), (1, 20), (3, 3)], "c.src") == [1]
@@ -81,7 +81,7 @@ def test_uneven_pairs_are_reported(caplog):
 
 
 def _ini(tmp_path: Path) -> Path:
-    from smt_features.moses_ini import default_config
+    from smt_features.model.moses_ini import default_config
 
     ini = tmp_path / "moses.ini"
     default_config(str(DECODER_DATA / "toy.phrase-table"), str(DECODER_DATA / "toy.arpa"), lm_order=2).write(ini)
@@ -89,7 +89,7 @@ def _ini(tmp_path: Path) -> Path:
 
 
 def test_decode_reads_crlf_and_bom(tmp_path):
-    from smt_features.cli_decode import cli_main
+    from smt_features.cli.decode import cli_main
 
     ini = _ini(tmp_path)
     sents = ["a b", "b c a b"]
@@ -104,7 +104,7 @@ def test_decode_reads_crlf_and_bom(tmp_path):
 
 
 def test_decode_refuses_an_overlong_line_unless_allowed(tmp_path, capsys):
-    from smt_features.cli_decode import cli_main
+    from smt_features.cli.decode import cli_main
 
     ini = _ini(tmp_path)
     (tmp_path / "in").write_text("a b\n" + " ".join(["a", "b"] * 40) + "\n")
@@ -120,7 +120,7 @@ kenlm = pytest.importorskip("kenlm")
 
 
 def test_kenlm_eval_reads_crlf_and_bom(tmp_path, capsys):
-    from smt_features.kenlm_lm import cli_main
+    from smt_features.model.kenlm import cli_main
 
     sents = ["x y", "y z x y"]
     results = []
@@ -133,7 +133,7 @@ def test_kenlm_eval_reads_crlf_and_bom(tmp_path, capsys):
 
 
 def test_kenlm_train_reads_crlf_and_bom(tmp_path):
-    from smt_features.kenlm_lm import cli_main, find_kenlm_binary
+    from smt_features.model.kenlm import cli_main, find_kenlm_binary
 
     try:
         find_kenlm_binary("lmplz")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the compiled search core of smt-decode (smt_features/csrc/search.cpp) into
-#   smt_features/_search<EXT_SUFFIX>   (e.g. _search.cpython-311-x86_64-linux-gnu.so, git-ignored)
+# Build the compiled search core of smt-decode (smt_features/decode/csrc/search.cpp) into
+#   smt_features/decode/_search<EXT_SUFFIX>   (e.g. _search.cpython-311-x86_64-linux-gnu.so, git-ignored)
 # against KenLM's headers and static libraries as third_party/build_kenlm.sh leaves them:
 #   third_party/kenlm/src/kenlm-*/            (headers)
 #   third_party/kenlm/build/lib/libkenlm.a, libkenlm_util.a
@@ -19,7 +19,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
 KENLM_PREFIX="$HERE/kenlm"
 LIB_DIR="$KENLM_PREFIX/build/lib"
-CSRC="$REPO/smt_features/csrc"
+CSRC="$REPO/smt_features/decode/csrc"
 KENLM_MAX_ORDER="${KENLM_MAX_ORDER:-6}"
 CXX="${CXX:-g++}"
 
@@ -31,7 +31,7 @@ if [[ -x "$REPO/.venv/bin/python" ]]; then PY="$REPO/.venv/bin/python"; else PY=
 command -v "$PY" >/dev/null 2>&1 || die "no Python interpreter ($PY); create the venv (.venv) first."
 read -r PY_INC EXT_SUFFIX < <("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"], sysconfig.get_config_var("EXT_SUFFIX"))')
 [[ -f "$PY_INC/Python.h" ]] || die "Python.h not found in $PY_INC; install the Python development headers (e.g. apt-get install python3-dev) for $PY."
-OUT="$REPO/smt_features/_search$EXT_SUFFIX"
+OUT="$REPO/smt_features/decode/_search$EXT_SUFFIX"
 
 # ---------------------------------------------------------------- kenlm
 KENLM_SRC=""
@@ -52,7 +52,7 @@ fi
 # ---------------------------------------------------------------- up to date?
 SOURCES=("$CSRC"/*.cpp "$CSRC"/*.hh "$HERE/build_search.sh" "$LIB_DIR/libkenlm.a" "$LIB_DIR/libkenlm_util.a")
 imports_ok() {
-  (cd "$REPO" && "$PY" -c 'import smt_features._search as m; assert m.ABI_VERSION == 1' >/dev/null 2>&1)
+  (cd "$REPO" && "$PY" -c 'import smt_features.decode._search as m; assert m.ABI_VERSION == 1' >/dev/null 2>&1)
 }
 if [[ "${FORCE:-0}" != 1 && -f "$OUT" ]]; then
   stale=0
@@ -102,8 +102,8 @@ nice -n 19 "$CXX" -O2 -std=c++17 -fPIC -shared -fvisibility=hidden -ffp-contract
 cp "$TMP" "$OUT.check.$$"
 if ! (cd "$REPO" && "$PY" - "$OUT.check.$$" <<'EOF'
 import importlib.machinery, importlib.util, sys
-loader = importlib.machinery.ExtensionFileLoader("smt_features._search", sys.argv[1])
-spec = importlib.util.spec_from_loader("smt_features._search", loader)
+loader = importlib.machinery.ExtensionFileLoader("smt_features.decode._search", sys.argv[1])
+spec = importlib.util.spec_from_loader("smt_features.decode._search", loader)
 mod = importlib.util.module_from_spec(spec)
 loader.exec_module(mod)
 assert mod.ABI_VERSION == 1 and mod.KENLM_MAX_ORDER > 0

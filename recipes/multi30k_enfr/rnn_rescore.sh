@@ -111,7 +111,7 @@ echo "rescoring: $(( $(date +%s) - t0 )) s"
 # +RNN: the same table with the WP weight at 0 and fixed (the 5-score system); +RNN+WP: all 6 scores tuned
 "$bin/python" - "$table.moses.ini" "$work/rnn.moses.ini" <<'EOF'
 import sys
-from smt_features.moses_ini import read_moses_ini
+from smt_features.model.moses_ini import read_moses_ini
 cfg = read_moses_ini(sys.argv[1])
 cfg.weights["TranslationModel0"][-1] = 0.0
 cfg.write(sys.argv[2])

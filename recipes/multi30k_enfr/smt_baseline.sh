@@ -83,7 +83,7 @@ else
 fi
 
 echo "== KenLM 5-gram on the French side"
-[ -f "$work/lm/fr5.binary" ] || "$bin/python" -m smt_features.kenlm_lm train --text "$t/train.fr" \
+[ -f "$work/lm/fr5.binary" ] || "$bin/python" -m smt_features.model.kenlm train --text "$t/train.fr" \
   --out-prefix "$work/lm/fr5" --order 5 ${lm_flags[@]+"${lm_flags[@]}"}
 
 echo "== alignment, phrase extraction and scoring"

@@ -7,7 +7,7 @@ candidate is the answer.
     answer.py --questions testing_data.csv --answers test_answer.csv \\
         --model lstm=work/lstm --model kenlm=work/kenlm/holmes5.binary [--json OUT] [--predictions DIR]
 
-A model ending in ``.binary`` or ``.arpa`` is read with KenLM (``smt_features.kenlm_lm``), anything
+A model ending in ``.binary`` or ``.arpa`` is read with KenLM (``smt_features.model.kenlm``), anything
 else as an ``nmt-lm-train`` folder. Prints one accuracy line per model over the questions
 answered (all 1,040 unless ``--max-questions``).
 """
@@ -65,7 +65,7 @@ class NeuralScorer:
 
 class KenLMSentenceScorer:
     def __init__(self, path: str):
-        from smt_features.kenlm_lm import KenLMScorer
+        from smt_features.model.kenlm import KenLMScorer
 
         self.lm = KenLMScorer(path)
 

@@ -130,7 +130,7 @@ class Workspace:
 
     @cached_property
     def moses_ini(self) -> Path:
-        from smt_features.moses_ini import default_config
+        from smt_features.model.moses_ini import default_config
 
         path = self.inputs / "moses.ini"
         if not path.exists():
@@ -148,7 +148,7 @@ class Workspace:
     @cached_property
     def nbest(self) -> Path:
         """A Moses n-best list for :attr:`decode_input` written by ``smt-decode``."""
-        from smt_features.cli_decode import cli_main
+        from smt_features.cli.decode import cli_main
 
         path = self.inputs / "decode.nbest"
         if not path.exists():

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 
 from nmt.data.io import atomic_write
 
-from smt_features.align import Links, can_fork, fork_pool
+from smt_features.train.align import Links, can_fork, fork_pool
 from nmt.formats.phrase_table import SEP, PhraseEntry, encode_lines, is_gzip_path, write_encoded
 
 log = logging.getLogger(__name__)

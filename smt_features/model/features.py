@@ -112,7 +112,7 @@ class PhraseTableFeature(Feature):
 
     The number of values is the number of score columns of the table
     (Moses's ``num-features``); the table itself is held by the decoder's
-    :class:`smt_features.decoder.PhraseTable`.
+    :class:`smt_features.decode.decoder.PhraseTable`.
     """
 
     kind = "PhraseDictionaryMemory"
@@ -190,7 +190,7 @@ class DistortionFeature(Feature):
 
 
 class KenLMFeature(Feature):
-    """``LM0``: a KenLM n-gram model queried through :class:`smt_features.kenlm_lm.KenLMScorer`.
+    """``LM0``: a KenLM n-gram model queried through :class:`smt_features.model.kenlm.KenLMScorer`.
 
     States are ``kenlm.State`` objects (hashable; KenLM minimises them, which
     helps recombination). Everything is in natural log.
@@ -207,7 +207,7 @@ class KenLMFeature(Feature):
         if scorer is None:
             if path is None:
                 raise ValueError("KenLMFeature needs a scorer or a path")
-            from smt_features.kenlm_lm import DEFAULT_MAP_UNK, KenLMScorer
+            from smt_features.model.kenlm import DEFAULT_MAP_UNK, KenLMScorer
 
             scorer = KenLMScorer(path, map_unk=DEFAULT_MAP_UNK if map_unk is None else (map_unk or None))
         self.scorer = scorer

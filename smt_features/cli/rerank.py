@@ -64,7 +64,7 @@ def _weights_out(cfg: RerankConfig) -> str:
 
 def check_paths(cfg: RerankConfig) -> None:
     """Refuse, before anything is read or written, an output that is an input (or another output)."""
-    from smt_features import rerank as R
+    from smt_features.neural import rerank as R
 
     outputs = {"--output": cfg.output or None, "--one-best": cfg.one_best or None,
                "--weights-out": _weights_out(cfg) if cfg.tune else None}
@@ -80,7 +80,7 @@ def check_paths(cfg: RerankConfig) -> None:
 def _load(path: str, which: str, build):
     """``build()`` with a vocabulary/checkpoint mismatch reported as ``CHECKPOINT: ...``."""
     from nmt.paths import resolve_checkpoint
-    from smt_features.rescore import naming_checkpoint
+    from smt_features.neural.rescore import naming_checkpoint
 
     with naming_checkpoint(resolve_checkpoint(path, which)):
         return build()
@@ -88,8 +88,8 @@ def _load(path: str, which: str, build):
 
 def run(cfg: RerankConfig) -> dict:
     from nmt.data.io import DataError, atomic_write, read_lines
-    from smt_features import rerank as R
-    from smt_features.nbest import iter_nbest, write_nbest
+    from smt_features.neural import rerank as R
+    from nmt.formats.nbest import iter_nbest, write_nbest
 
     if not cfg.nbest:
         raise UsageError("--nbest is required")

@@ -7,7 +7,7 @@ Example::
 
 Input and output are tokenized, one sentence per line (detokenization and
 BLEU happen in the recipe). ``--config`` is a moses.ini (see
-:mod:`smt_features.moses_ini`); the search flags override its sections and
+:mod:`smt_features.model.moses_ini`); the search flags override its sections and
 ``--weights-override`` its weights (Moses's ``-weight-overwrite`` syntax:
 ``"LM0= 0.5 TranslationModel0= 0.2 0.2 0.2 0.2"``). Progress (sentences/s)
 goes to stderr; a summary line with the load time and the decoding speed
@@ -111,10 +111,10 @@ def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> d
 
     from nmt.data.io import atomic_write
     from nmt.errors import refuse_overwriting_inputs
-    from smt_features.decoder import build_decoder, decode_corpus, search_options_from_config
-    from smt_features.moses_ini import (apply_weight_overrides, check_feature_files, parse_weight_string,
+    from smt_features.decode.decoder import build_decoder, decode_corpus, search_options_from_config
+    from smt_features.model.moses_ini import (apply_weight_overrides, check_feature_files, parse_weight_string,
                                         read_moses_ini)
-    from smt_features.nbest import format_nbest_line
+    from nmt.formats.nbest import format_nbest_line
 
     # every check before the model is loaded, and nothing written before the end
     outputs = {"--output": cfg.output, "--n-best-list": nbest_spec[0] if nbest_spec else None,

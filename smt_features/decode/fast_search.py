@@ -1,8 +1,8 @@
-"""The compiled search core of :class:`smt_features.decoder.Decoder` (``SearchOptions.search``).
+"""The compiled search core of :class:`smt_features.decode.decoder.Decoder` (``SearchOptions.search``).
 
-``smt_features/csrc/search.cpp`` re-implements ``Decoder._search`` in C++ and
+``smt_features/decode/csrc/search.cpp`` re-implements ``Decoder._search`` in C++ and
 queries KenLM through its C++ API; it is built by ``third_party/build_search.sh``
-into ``smt_features/_search*.so``. Results are identical to the Python search
+into ``smt_features/decode/_search*.so``. Results are identical to the Python search
 (same expansion order, pruning, recombination, LM caches and state numbering,
 floating-point operations in the same order; ``tests/test_fast_search.py``
 compares both), so the Python search stays the reference and the fallback.
@@ -34,10 +34,10 @@ from pathlib import Path
 
 from nmt.errors import UsageError
 
-from smt_features.decoder import (
+from smt_features.decode.decoder import (
     H_ARCS, H_COV, H_SCORE, O_FUT, O_LMW, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult,
 )
-from smt_features.features import LN10, DistortionFeature, KenLMFeature
+from smt_features.model.features import LN10, DistortionFeature, KenLMFeature
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,13 @@ class CompiledSearchUnavailable(UsageError):
 
 
 def load_extension():
-    """``(module, None)`` when ``smt_features._search`` imports and is current, else ``(None, why)``."""
+    """``(module, None)`` when ``smt_features.decode._search`` imports and is current, else ``(None, why)``."""
     try:
-        from smt_features import _search
+        from smt_features.decode import _search
     except ImportError as err:
-        return None, f"cannot import smt_features._search: {err}"
+        return None, f"cannot import smt_features.decode._search: {err}"
     if getattr(_search, "ABI_VERSION", None) != ABI_VERSION:
-        return None, "smt_features._search is from another version of this code; rebuild it"
+        return None, "smt_features.decode._search is from another version of this code; rebuild it"
     return _search, None
 
 
@@ -211,7 +211,7 @@ class FastSearch:
         return True
 
     def _build(self, nodes: list[tuple], arcs: bool) -> list[list]:
-        """Hypothesis lists (the ``H_*`` layout of :mod:`smt_features.decoder`) from the core's nodes."""
+        """Hypothesis lists (the ``H_*`` layout of :mod:`smt_features.decode.decoder`) from the core's nodes."""
         opts = self._opts
         hs: list[list] = []
         append = hs.append

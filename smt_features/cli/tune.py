@@ -8,9 +8,9 @@ Each iteration ``i`` (from 1):
    (Moses n-best list, ``--nbest`` entries per sentence);
 2. merge the n-best list into the candidates of all earlier iterations and
    log the dev BLEU of the decoder's 1-best (tokenized, see
-   :mod:`smt_features.bleu_stats`);
+   :mod:`smt_features.tune.bleu_stats`);
 3. stop when the n-best list brought no new candidate; otherwise run MERT
-   (:func:`smt_features.mert.mert`: the current weights plus ``--restarts``
+   (:func:`smt_features.tune.mert.mert`: the current weights plus ``--restarts``
    random starting points) on the merged candidates;
 4. stop when the optimised weights equal the current ones (largest change
    of the Σ|λ| = 1 normalised weights below ``--min-weight-change``) or after
@@ -69,8 +69,8 @@ from nmt import config as nmt_config
 from nmt.config import field
 from nmt.data.io import DataError, atomic_write, read_lines, read_parallel
 from nmt.errors import UsageError, command, refuse_overwriting_inputs
-from smt_features.bleu_stats import bleu_from_stats
-from smt_features.mert import MertOptions, NBestPool, layout_names, mert, normalise_l1
+from smt_features.tune.bleu_stats import bleu_from_stats
+from smt_features.tune.mert import MertOptions, NBestPool, layout_names, mert, normalise_l1
 
 log = logging.getLogger("smt_features.tune")
 
@@ -180,7 +180,7 @@ def _vector_to_weights(vec: np.ndarray, layout: list[tuple[str, int]], base: dic
 
 
 def _weight_string(weights: dict[str, list[float]]) -> str:
-    from smt_features.moses_ini import format_weight_line
+    from smt_features.model.moses_ini import format_weight_line
 
     return " ".join(format_weight_line(n, v) for n, v in weights.items())
 
@@ -226,7 +226,7 @@ def _decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]
     if nbest_path.exists():
         log.info("iteration %d: n-best list %s already there (resumed), not decoding again", it, nbest_path.name)
         return nbest_path, out_path, 0.0
-    from smt_features.moses_ini import apply_weight_overrides
+    from smt_features.model.moses_ini import apply_weight_overrides
 
     run_cfg = _absolute_paths(base)
     apply_weight_overrides(run_cfg, weights, source=f"iteration {it} weights")
@@ -282,13 +282,13 @@ def _decoder_refusal(log_text: str) -> str | None:
 
 def _decoder_command(text: str) -> list[str]:
     """``--decoder-cmd`` split like a shell; a bare ``smt-decode`` that is not on ``PATH`` is looked up
-    beside this Python (the virtual environment's ``bin``), else run as ``python -m smt_features.cli_decode``."""
+    beside this Python (the virtual environment's ``bin``), else run as ``python -m smt_features.cli.decode``."""
     cmd = shlex.split(text)
     if not cmd:
         raise UsageError("--decoder-cmd is empty")
     if cmd[0] == "smt-decode" and shutil.which("smt-decode") is None:
         sibling = Path(sys.executable).parent / "smt-decode"
-        cmd[:1] = [str(sibling)] if sibling.exists() else [sys.executable, "-m", "smt_features.cli_decode"]
+        cmd[:1] = [str(sibling)] if sibling.exists() else [sys.executable, "-m", "smt_features.cli.decode"]
     elif shutil.which(cmd[0]) is None:
         raise UsageError(f"--decoder-cmd: {cmd[0]!r} is not an executable command")
     return cmd
@@ -300,7 +300,7 @@ def _check_inputs(cfg: TuneConfig, work: Path) -> tuple[Any, list[str]]:
     The dev files are read strictly and must be line-aligned and non-empty; every feature file of the
     moses.ini must exist; no input may be one of the files the run writes into ``--work-dir``.
     """
-    from smt_features.moses_ini import check_feature_files, read_moses_ini
+    from smt_features.model.moses_ini import check_feature_files, read_moses_ini
 
     if work.exists() and not work.is_dir():
         raise UsageError(f"{work}: --work-dir exists and is not a folder")
@@ -319,14 +319,14 @@ def _check_inputs(cfg: TuneConfig, work: Path) -> tuple[Any, list[str]]:
         raise DataError(f"{cfg.dev_src}: empty file: no dev sentence to tune on")
     base = read_moses_ini(cfg.config)
     cmd = _decoder_command(cfg.decoder_cmd)
-    if Path(cmd[0]).name == "smt-decode" or "smt_features.cli_decode" in cmd:
+    if Path(cmd[0]).name == "smt-decode" or "smt_features.cli.decode" in cmd:
         # our decoder opens every path= as a file; other decoders (Moses) have their own conventions
         check_feature_files(base)
     return base, [ref for _, ref in pairs]
 
 
 def _one_best_from_nbest(path: Path, n_sent: int) -> list[str]:
-    from smt_features.nbest import iter_nbest
+    from nmt.formats.nbest import iter_nbest
 
     best: list[str | None] = [None] * n_sent
     for e in iter_nbest(path):

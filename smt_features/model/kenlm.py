@@ -47,7 +47,7 @@ from nmt.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexi
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 REPO_KENLM_BIN = REPO_ROOT / "third_party" / "kenlm" / "bin"
 BUILD_SCRIPT = "third_party/build_kenlm.sh"
 DEFAULT_MAP_UNK = "_unk_"

@@ -5,7 +5,7 @@ Search
 * **Translation options** are collected once per sentence for every source
   span of at most ``max_phrase_length`` words that the phrase table holds.
   A single word with no entry is copied through (unknown word, see
-  :mod:`smt_features.features`). Each source phrase's options are scored
+  :mod:`smt_features.model.features`). Each source phrase's options are scored
   once per decoder (stateless features, LM isolation estimate), sorted by
   their *future score* ``Σ λ·h_stateless + λ_LM · ln p_LM(phrase alone)``
   and cut to the ``table-limit`` best — the criterion Moses uses for
@@ -72,7 +72,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smt_features.features import (
+from smt_features.model.features import (
     LN10, DistortionFeature, Feature, FeatureSet, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature,
     UnknownWordPenaltyFeature, WordPenaltyFeature,
 )
@@ -108,7 +108,7 @@ class SearchOptions:
     bound_pruning: bool = True
     #: tighten those bounds with per-word maxima read from the LM's ARPA file (exact)
     lm_upper_bounds: bool = True
-    #: 'python', 'compiled' (smt_features.fast_search; error if not built) or 'auto' (compiled when
+    #: 'python', 'compiled' (smt_features.decode.fast_search; error if not built) or 'auto' (compiled when
     #: built and the model is supported, else Python); both give identical results
     search: str = "auto"
 
@@ -267,7 +267,7 @@ class Decoder:
                 if not lm.load_upper_bounds():
                     log.info("%s: no ARPA file beside %s; bounding ln p(w|h) by 0", lm.name, lm.path)
         self.set_weights(weights)
-        from smt_features import fast_search  # the compiled search core, when built (else None)
+        from smt_features.decode import fast_search  # the compiled search core, when built (else None)
 
         self._fast = fast_search.attach(self)
 
@@ -777,7 +777,7 @@ class Decoder:
 
 def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOptions | None = None,
                   table_limit: int | None = None, lm_scorers: Mapping[str, object] | None = None) -> Decoder:
-    """A :class:`Decoder` from a :class:`smt_features.moses_ini.MosesConfig`.
+    """A :class:`Decoder` from a :class:`smt_features.model.moses_ini.MosesConfig`.
 
     Loads the phrase table (unless ``table`` is given) and the KenLM models
     (unless ``lm_scorers`` maps a feature name to a scorer). Search options
@@ -785,7 +785,7 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
     ``table_limit`` overrides the feature line's ``table-limit``.
     """
     from nmt.data.io import DataError
-    from smt_features.moses_ini import MosesIniError, check_feature_files
+    from smt_features.model.moses_ini import MosesIniError, check_feature_files
 
     src = config.path or "<moses.ini>"
     # a missing table or LM is named at its moses.ini line, before anything is loaded

@@ -83,7 +83,7 @@ def inspect_phrases(cfg: InspectConfig) -> str:
     from nmt.models.gru_encdec import EOS
     from nmt.rescoring_engine import RescoringEngine
     from nmt.search import beam_search
-    from smt_features.rescore import naming_checkpoint, resolve_checkpoint
+    from smt_features.neural.rescore import naming_checkpoint, resolve_checkpoint
 
     if not (cfg.table and cfg.model and cfg.sources):
         raise UsageError("--table, --model and --sources are required")

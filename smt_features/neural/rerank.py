@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from smt_features.nbest import NBestEntry, NBestError
+from nmt.formats.nbest import NBestEntry, NBestError
 
 # a batch scorer: list of tokenized hypotheses -> one ln p per hypothesis
 LMScoreFn = Callable[[Sequence[Sequence[str]]], list[float]]
@@ -74,7 +74,7 @@ def neural_lm_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: 
 
 def kenlm_scorer(path: str | Path, map_unk: str | None = "auto") -> LMScoreFn:
     """ln p(hyp </s> | <s>) under a KenLM model; ``map_unk="auto"`` reads the model's sidecar as ``smt-kenlm eval``."""
-    from smt_features.kenlm_lm import DEFAULT_MAP_UNK, KenLMScorer, _sidecar
+    from smt_features.model.kenlm import DEFAULT_MAP_UNK, KenLMScorer, _sidecar
 
     if map_unk == "auto":
         side = _sidecar(Path(path))
@@ -217,7 +217,7 @@ def weighted_total(entry: NBestEntry, weights: Mapping[str, Sequence[float]]) ->
 def read_weights(path: str | Path) -> dict[str, list[float]]:
     """Weights from a moses.ini-style file: ``Name= v …`` lines (a ``[weight]`` header, other sections,
     blank lines and ``#`` comments are allowed; only the ``[weight]`` section is read when there are sections)."""
-    from smt_features.moses_ini import MosesIniError, parse_weight_tokens
+    from smt_features.model.moses_ini import MosesIniError, parse_weight_tokens
 
     from nmt.data.io import iter_lines
 
@@ -243,7 +243,7 @@ def read_weights(path: str | Path) -> dict[str, list[float]]:
 
 def format_weights(weights: Mapping[str, Sequence[float]], comment: str = "") -> str:
     """moses.ini ``[weight]`` section text."""
-    from smt_features.moses_ini import format_weight_line
+    from smt_features.model.moses_ini import format_weight_line
 
     lines = [f"# {c}" for c in comment.splitlines()] if comment else []
     lines.append("[weight]")
@@ -295,12 +295,12 @@ def drop_features(entries: Sequence[NBestEntry], names: Sequence[str], where: st
 def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_sentences: int | None = None,
          init: Mapping[str, Sequence[float]] | None = None, restarts: int = 20, seed: int = 1
          ) -> tuple[dict[str, list[float]], float]:
-    """MERT (:func:`smt_features.mert.optimise`) over all features; returns ``(grouped weights, BLEU %)``.
+    """MERT (:func:`smt_features.tune.mert.optimise`) over all features; returns ``(grouped weights, BLEU %)``.
 
     Start: ``init`` where given, features missing from it start at 0 (if ``init`` is None, every
     feature starts at ``1/D``). BLEU: tokenized corpus BLEU in percent on the n-best list.
     """
-    from smt_features.mert import optimise
+    from smt_features.tune.mert import optimise
 
     if not entries:
         raise ValueError("empty n-best list")

@@ -1,4 +1,4 @@
-// Compiled stack search of smt_features.decoder.Decoder._search, calling KenLM directly.
+// Compiled stack search of smt_features.decode.decoder.Decoder._search, calling KenLM directly.
 //
 // The Python side (smt_features/fast_search.py) registers translation options once (their
 // weighted stateless score, future score, score bound, target word ids, per-LM model words and
@@ -1206,7 +1206,7 @@ PyMethodDef Core_methods[] = {
 PyTypeObject CoreType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 PyModuleDef search_module = {PyModuleDef_HEAD_INIT, "_search",
-                             "Compiled stack search of smt_features.decoder (see smt_features/fast_search.py).", -1,
+                             "Compiled stack search of smt_features.decode.decoder (see smt_features/decode/fast_search.py).", -1,
                              nullptr};
 
 }  // namespace

@@ -1,6 +1,6 @@
 """``smt-report``: ``report.md`` + ``report.html`` + PNG figures from an experiment folder.
 
-See :mod:`smt_features.report` (and ``docs/rerank_report.md``) for the input layout; every piece
+See :mod:`smt_features.report.build` (and ``docs/rerank_report.md``) for the input layout; every piece
 is optional and a missing one leaves its section out with a note.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(ReportConfig, argv, description=__doc__)
     if not cfg.experiment_dir or not cfg.out:
         raise SystemExit("smt-report: --experiment-dir and --out are required")
-    from smt_features.report import build_report
+    from smt_features.report.build import build_report
 
     if cfg.projection not in ("pca", "tsne"):
         raise SystemExit(f"smt-report: --projection must be 'pca' or 'tsne', not {cfg.projection!r}")

@@ -43,9 +43,9 @@ def part_path(output: str | Path, i: int, n: int) -> Path:
 
 def shard_command(args: list[str], output: str | Path, i: int, n: int, launcher: str = "") -> list[str]:
     """The command line of shard ``i`` of ``n``: ``launcher`` (``{i}`` filled in, split like a shell
-    would) + ``python -m smt_features.cli_rescore ARGS --shard i/n --output PART``."""
+    would) + ``python -m smt_features.cli.rescore ARGS --shard i/n --output PART``."""
     prefix = shlex.split(launcher.replace("{i}", str(i))) if launcher else []
-    return [*prefix, sys.executable, "-m", "smt_features.cli_rescore", *args, "--shard", f"{i}/{n}",
+    return [*prefix, sys.executable, "-m", "smt_features.cli.rescore", *args, "--shard", f"{i}/{n}",
             "--output", str(part_path(output, i, n))]
 
 
@@ -122,7 +122,7 @@ def _write_ini(args: list[str], output: str) -> None:
     """With ``--moses-ini`` among the shard options, write the merged table's decoder configuration
     (the shards themselves do not)."""
     from nmt import config as nmt_config
-    from smt_features.rescore import RescoreConfig, appended_columns, write_rescored_ini
+    from smt_features.neural.rescore import RescoreConfig, appended_columns, write_rescored_ini
 
     cfg = nmt_config.parse(RescoreConfig, [*args, "--output", output])
     if cfg.moses_ini:
@@ -161,7 +161,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         print(f"cat {parts} > {shlex.quote(opts.output)}")
         return 0
     check_inputs(rest, opts.output, opts.shards)
-    from smt_features.rescore import OutputLock, remove_stale_temps
+    from smt_features.neural.rescore import OutputLock, remove_stale_temps
 
     with OutputLock(opts.output, prog="smt-rescore-sharded"):  # one launcher per merged output
         remove_stale_temps(opts.output, sidecars=(".moses.ini",))
@@ -176,7 +176,7 @@ def check_inputs(args: list[str], output: str, n: int) -> None:
     output (the merged table, a shard's part) is an input. Malformed lines are the shards' to report."""
     from nmt import config as nmt_config
     from nmt.paths import resolve_checkpoint
-    from smt_features.rescore import RescoreConfig, _check_paths
+    from smt_features.neural.rescore import RescoreConfig, _check_paths
 
     cfg = nmt_config.parse(RescoreConfig, [*args, "--output", output])
     if not cfg.table or not cfg.model:

@@ -535,7 +535,7 @@ def render_html(title: str, sections: Sequence[Section]) -> str:
 def _check_model(path: str | Path, kind: str) -> None:
     """Load a model once to refuse a broken one (truncated checkpoint, mismatched vocabulary) up front."""
     from nmt.paths import resolve_checkpoint
-    from smt_features.rescore import naming_checkpoint
+    from smt_features.neural.rescore import naming_checkpoint
 
     with naming_checkpoint(resolve_checkpoint(path, "auto")):
         if kind == "lm":

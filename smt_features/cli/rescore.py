@@ -16,7 +16,7 @@ import sys
 
 from nmt import config as nmt_config
 
-from smt_features.rescore import RescoreConfig, rescore_table
+from smt_features.neural.rescore import RescoreConfig, rescore_table
 from nmt.errors import command
 
 

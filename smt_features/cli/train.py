@@ -29,12 +29,12 @@ from nmt.config import field
 
 from nmt.data.io import DataError
 from nmt.errors import UsageError, command, refuse_overwriting_inputs
-from smt_features.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, EflomalOptions, eflomal_align,
+from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, EflomalOptions, eflomal_align,
                                 long_pairs, read_alignments, read_tokenized_parallel, report_long_and_uneven,
                                 report_unaligned, symmetrize_corpus, write_alignments)
-from smt_features.moses_ini import default_config
+from smt_features.model.moses_ini import default_config
 from nmt.formats.phrase_table import check_phrase_table
-from smt_features.phrases import DEFAULT_MAX_PHRASE_LENGTH, build_phrase_table
+from smt_features.train.phrases import DEFAULT_MAX_PHRASE_LENGTH, build_phrase_table
 
 log = logging.getLogger(__name__)
 

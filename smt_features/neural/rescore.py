@@ -737,7 +737,7 @@ def _rescore_locked(cfg: RescoreConfig, shard: tuple[int, int], ckpts: list[Path
 
 def write_rescored_ini(moses_ini: str, table: str, new_columns: int, out: str = "") -> str:
     """Write the decoder configuration of a rescored table (``out`` or ``TABLE.moses.ini``); returns its path."""
-    from smt_features.moses_ini import read_moses_ini, with_rescored_table
+    from smt_features.model.moses_ini import read_moses_ini, with_rescored_table
 
     target = out or f"{table}.moses.ini"
     cfg = with_rescored_table(read_moses_ini(moses_ini), os.path.abspath(table), new_columns)

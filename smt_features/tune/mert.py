@@ -6,10 +6,10 @@ Pieces
   sentence (n-best lists of all iterations merged; a candidate is the same
   when its hypothesis string *and* its feature vector are equal), with its
   feature vector and its BLEU sufficient statistics
-  (:mod:`smt_features.bleu_stats`, tokenized text). Feature names come from
+  (:mod:`smt_features.tune.bleu_stats`, tokenized text). Feature names come from
   the n-best lines: a group ``Name= v1 v2 v3`` gives ``Name_0, Name_1,
   Name_2``, a one-value group ``Name= v`` gives ``Name`` (the labels
-  :meth:`smt_features.nbest.NBestEntry.value_names` uses), so a feature added
+  :meth:`nmt.formats.nbest.NBestEntry.value_names` uses), so a feature added
   later (another ``TranslationModel0`` column, a reranker's neural-LM score)
   is tuned with no code change.
 * :func:`line_search` — Och's exact line search. Along ``λ + γ·d`` every
@@ -38,7 +38,7 @@ Pieces
 * :func:`optimise` — the same from plain Python lists, for a reranker.
 
 BLEU is in percent (0–100) throughout, computed on tokenized text (see
-:mod:`smt_features.bleu_stats`).
+:mod:`smt_features.tune.bleu_stats`).
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from smt_features.bleu_stats import NUM_STATS, BleuScorer, bleu_from_stats
+from smt_features.tune.bleu_stats import NUM_STATS, BleuScorer, bleu_from_stats
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class NBestPool:
             raise ValueError(f"{where}: feature labels/sizes {layout} differ from the pool's {self.layout}")
 
     def add_entry(self, entry: Any, where: str = "n-best") -> bool:
-        """Add an :class:`smt_features.nbest.NBestEntry` (anything with ``sent_id``, ``tokens``, ``features``)."""
+        """Add an :class:`nmt.formats.nbest.NBestEntry` (anything with ``sent_id``, ``tokens``, ``features``)."""
         self._check_layout(_layout_of(entry.features), f"{where}:{getattr(entry, 'line_no', '?')}")
         values = [v for _, vals in entry.features for v in vals]
         return self.add(entry.sent_id, entry.tokens, values)
@@ -210,7 +210,7 @@ class NBestPool:
 
     def add_nbest_file(self, path: str | Path) -> tuple[int, int]:
         """Merge a Moses n-best file; returns ``(lines read, new candidates)``."""
-        from smt_features.nbest import iter_nbest
+        from nmt.formats.nbest import iter_nbest
 
         read = new = 0
         for entry in iter_nbest(path):
@@ -620,7 +620,7 @@ def optimise(nbest_lists: Sequence[Sequence[Any]], references: Sequence[str] | S
     """MERT on given n-best lists; returns ``(weights, tokenized corpus BLEU in percent)``.
 
     ``nbest_lists[i]`` holds sentence ``i``'s candidates, each either an
-    :class:`smt_features.nbest.NBestEntry` (its features are used as the
+    :class:`nmt.formats.nbest.NBestEntry` (its features are used as the
     n-best file gives them) or a pair ``(hypothesis, feature values)``;
     ``references[i]`` is the tokenized reference (or a list of them).
     ``init_weights`` is a sequence in feature order, or a mapping from

@@ -21,19 +21,40 @@ import yaml
 T = TypeVar("T")
 
 
-def field(default: Any = dataclasses.MISSING, help: str = "", **kw: Any) -> Any:
-    """A dataclass field with help text (mutable defaults via ``default_factory``)."""
+def field(default: Any = dataclasses.MISSING, help: str = "", *, required: bool = False, **kw: Any) -> Any:
+    """A dataclass field with help text (mutable defaults via ``default_factory``).
+
+    ``required=True`` declares the option required once, here: :func:`build` refuses a config that
+    leaves it unset (``None`` or empty) with ``missing --FLAG (or FLAG: in the --config YAML)``.
+    """
+    meta = {"help": help, "required": required}
     if isinstance(default, (list, dict)):
         value = default
-        return dataclasses.field(default_factory=lambda: type(value)(value), metadata={"help": help}, **kw)
-    return dataclasses.field(default=default, metadata={"help": help}, **kw)
+        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta, **kw)
+    return dataclasses.field(default=default, metadata=meta, **kw)
 
 
-def _flag(name: str) -> str:
+def required_fields(cls: type) -> list[str]:
+    """Names of the fields of ``cls`` declared with ``field(..., required=True)``."""
+    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("required")]
+
+
+def check_required(cfg: Any) -> None:
+    """Refuse (:class:`nmt.errors.UsageError`) a config whose required fields are unset."""
+    from nmt.errors import UsageError
+
+    missing = [flag_name(name) for name in required_fields(type(cfg)) if getattr(cfg, name) in (None, "", [])]
+    if missing:
+        keys = ", ".join(m[2:].replace("-", "_") for m in missing)
+        raise UsageError(f"missing {', '.join(missing)} (or {keys}: in the --config YAML)")
+
+
+def flag_name(name: str) -> str:
+    """The command-line flag of a field: ``max_len`` → ``--max-len``."""
     return "--" + name.replace("_", "-")
 
 
-def _base_type(tp: Any) -> tuple[Any, bool]:
+def base_type(tp: Any) -> tuple[Any, bool]:
     """(scalar type, is_optional) of a field annotation."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -42,7 +63,7 @@ def _base_type(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _parse_bool(text: str) -> bool:
+def parse_bool(text: str) -> bool:
     low = text.lower()
     if low in ("1", "true", "yes", "on"):
         return True
@@ -56,18 +77,18 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
     hints = typing.get_type_hints(cls)
     group = parser.add_argument_group(cls.__name__)
     for f in dataclasses.fields(cls):
-        tp, _ = _base_type(hints[f.name])
+        tp, _ = base_type(hints[f.name])
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
         help_text = f"{f.metadata.get('help', '')} (default: {default})".replace("%", "%%")
         if tp is bool:
-            group.add_argument(_flag(f.name), type=_parse_bool, nargs="?", const=True, default=None,
+            group.add_argument(flag_name(f.name), type=parse_bool, nargs="?", const=True, default=None,
                                metavar="BOOL", help=help_text)
         elif typing.get_origin(tp) is list:
             (item,) = typing.get_args(tp)
-            group.add_argument(_flag(f.name), type=item, nargs="*", default=None, help=help_text)
+            group.add_argument(flag_name(f.name), type=item, nargs="*", default=None, help=help_text)
         else:
-            group.add_argument(_flag(f.name), type=tp, default=None, help=help_text)
+            group.add_argument(flag_name(f.name), type=tp, default=None, help=help_text)
 
 
 def _coerce(cls: type, values: dict[str, Any], source: str) -> dict[str, Any]:
@@ -78,7 +99,7 @@ def _coerce(cls: type, values: dict[str, Any], source: str) -> dict[str, Any]:
         name = key.replace("-", "_")
         if name not in names:
             raise ValueError(f"{source}: unknown option {key!r} for {cls.__name__}; known: {sorted(names)}")
-        tp, optional = _base_type(hints[name])
+        tp, optional = base_type(hints[name])
         if value is None and optional:
             out[name] = None
         elif tp is float and isinstance(value, int):
@@ -130,7 +151,9 @@ def build(cls: type[T], args: argparse.Namespace | None = None, yaml_values: dic
             v = getattr(args, name, None)
             if v is not None:
                 values[name] = v
-    return cls(**values)
+    cfg = cls(**values)
+    check_required(cfg)
+    return cfg
 
 
 def parse_args(classes: list[type], argv: list[str] | None = None, description: str = ""

@@ -10,17 +10,17 @@ import dataclasses
 import typing
 from typing import Any
 
-from nmt.config import _base_type, _parse_bool
+from nmt.config import base_type, parse_bool
 
 
 def add_prefixed_dataclass_args(parser, cls: type, prefix: str) -> None:
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        tp, _ = _base_type(hints[f.name])
+        tp, _ = base_type(hints[f.name])
         flag = "--" + (prefix + f.name).replace("_", "-")
         help_text = f"{f.metadata.get('help', '')} (dataclass default: {f.default})".replace("%", "%%")
         if tp is bool:
-            parser.add_argument(flag, type=_parse_bool, metavar="BOOL", default=None, help=help_text)
+            parser.add_argument(flag, type=parse_bool, metavar="BOOL", default=None, help=help_text)
         elif tp in (int, float, str):
             parser.add_argument(flag, type=tp, default=None, help=help_text)
         # other field types (none today) are left to the preset / dataclass default

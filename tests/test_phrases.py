@@ -6,22 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from smt_features.train import phrases
+from smt_features.train import phrase_scoring
 from smt_features.train.align import write_alignments
 from smt_features.cli.train import cli_main
 from nmt.formats.phrase_table import check_phrase_table, iter_phrase_table
-from smt_features.train.phrases import (
-    ExtractionCounts,
-    LexicalTable,
-    build_phrase_table,
-    count_corpus,
-    count_sentence,
-    extract_phrase_pairs,
-    extract_spans,
-    score_phrase_counts,
-    score_phrase_lines,
-    write_scored_table,
-)
+from smt_features.train.lexical import LexicalTable
+from smt_features.train.phrase_counts import ExtractionCounts, count_corpus, count_sentence
+from smt_features.train.phrase_scoring import score_phrase_counts, score_phrase_lines, write_scored_table
+from smt_features.train.phrases import build_phrase_table
+from smt_features.train.spans import extract_phrase_pairs, extract_spans
 
 # Koehn, Statistical Machine Translation (2010), section 5.2.2: word alignment of
 # "michael geht davon aus , dass er im haus bleibt" / "michael assumes that he will stay in the house".
@@ -199,7 +192,7 @@ def test_parallel_equals_serial(monkeypatch):
     parallel = count_corpus(src, tgt, align, 7, processes=2)
     assert serial.phrases == parallel.phrases and serial.lex == parallel.lex
     assert serial.occurrences == parallel.occurrences == 400 * 12
-    monkeypatch.setattr(phrases, "PARALLEL_MIN_KEYS", 0)
+    monkeypatch.setattr(phrase_scoring, "PARALLEL_MIN_KEYS", 0)
     lines = score_phrase_lines(serial, processes=1)
     assert score_phrase_lines(serial, processes=2) == lines
 
@@ -207,7 +200,7 @@ def test_parallel_equals_serial(monkeypatch):
 def test_parallel_table_is_one_gzip_stream(tmp_path, monkeypatch):
     import gzip
 
-    monkeypatch.setattr(phrases, "PARALLEL_MIN_KEYS", 0)
+    monkeypatch.setattr(phrase_scoring, "PARALLEL_MIN_KEYS", 0)
     src = [s.split() for s in TOY_SRC] + [DE]
     tgt = [t.split() for t in TOY_TGT] + [EN]
     align = TOY_ALIGN + [ALIGN]

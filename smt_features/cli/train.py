@@ -34,7 +34,8 @@ from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, Eflom
                                 report_unaligned, symmetrize_corpus, write_alignments)
 from smt_features.model.moses_ini import default_config
 from nmt.formats.phrase_table import check_phrase_table
-from smt_features.train.phrases import DEFAULT_MAX_PHRASE_LENGTH, build_phrase_table
+from smt_features.train.phrases import build_phrase_table
+from smt_features.train.spans import DEFAULT_MAX_PHRASE_LENGTH
 
 log = logging.getLogger(__name__)
 

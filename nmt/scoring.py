@@ -1,20 +1,53 @@
-"""The Scorer interface: ``score_pairs(src, tgt) -> ln p(tgt | src)`` per pair.
+"""The one face of the neural models: ln p(target | source) of pairs, and ln p(sentence) under an LM.
 
-``nmt-score``, phrase-table rescoring and rerankers build on it. The work is
-done by :class:`nmt.rescoring_engine.RescoringEngine` (each distinct source
-encoded once, length-sorted batches of at most ``max_tokens`` padded target
-tokens, softmax on real tokens only); results come back in input order.
-Natural log; EOS is counted, BOS is not; unknown words are scored as ``<unk>``
-and counted.
+What the SMT floor (``smt_features``) may use of the neural models is here, and only here:
+
+* :class:`PairScorer` (an ``nmt-train`` encoder–decoder): ``score_pairs`` gives one
+  :class:`PairScore` per sentence pair, ``score_window`` the arrays of a whole window of phrase
+  pairs (each distinct source encoded once, length-sorted batches of at most ``max_tokens`` padded
+  target tokens, softmax on real tokens only; the work is :class:`nmt.rescoring_engine.RescoringEngine`'s),
+  ``generate`` the beam n-best of one source, ``encoder_summaries`` the summary ``c`` of phrases;
+* :class:`LMScorer` (an ``nmt-lm-train`` language model): ``score_sentences`` gives ln p of each
+  sentence incl. ``</s>``, each from a fresh state; ``token_logprobs`` the per-token detail;
+* :func:`naming_checkpoint`: loading errors that name the checkpoint.
+
+Natural log everywhere; EOS is counted, BOS is not; unknown words are scored as ``<unk>`` and
+counted. Results come back in input order. This module imports torch only inside its functions.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from nmt.data.vocab import Vocabulary
-from nmt.models.gru_encdec import GRUEncoderDecoder
-from nmt.rescoring_engine import RescoringEngine
+from nmt.data.io import DataError
+from nmt.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from nmt.lm_loading import LoadedLM
+    from nmt.rescoring_engine import WindowScores
+
+
+@contextlib.contextmanager
+def naming_checkpoint(ckpt: str | os.PathLike) -> Iterator[None]:
+    """Inside: a plain ``ValueError`` from loading ``ckpt`` (e.g. its vocabulary does not match it) becomes a
+    :class:`~nmt.errors.UsageError` whose message starts with the checkpoint's path (``FILE: ...``)."""
+    try:
+        yield
+    except (DataError, UsageError):
+        raise
+    except ValueError as err:
+        text = str(err)
+        head = text.split(": ", 1)[0].rstrip(":0123456789")
+        if head and os.path.exists(head):  # already names its file (the checkpoint, or the vocabulary at fault)
+            raise
+        raise UsageError(f"{ckpt}: {text}") from None
 
 
 @dataclass
@@ -26,9 +59,26 @@ class PairScore:
 
 
 class PairScorer:
-    def __init__(self, model: GRUEncoderDecoder, src_vocab: Vocabulary, tgt_vocab: Vocabulary,
-                 max_tokens: int = 4000, device: str = "cpu"):
-        self.engine = RescoringEngine(model, src_vocab, tgt_vocab, max_tokens=max_tokens, device=device)
+    """ln p(target | source) under a trained encoder–decoder (see the module docstring)."""
+
+    def __init__(self, model: Any, src_vocab: Any, tgt_vocab: Any, max_tokens: int = 4000, device: str = "cpu",
+                 **engine_options: Any):
+        from nmt.rescoring_engine import RescoringEngine
+
+        self.engine = RescoringEngine(model, src_vocab, tgt_vocab, max_tokens=max_tokens, device=device,
+                                      **engine_options)
+        self.model, self.src_vocab, self.tgt_vocab, self.device = model, src_vocab, tgt_vocab, device
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, which: str = "auto", device: str = "cpu", max_tokens: int = 4000,
+             **engine_options: Any) -> "PairScorer":
+        """Load ``path`` (a checkpoint, or a model folder and ``which``) with its vocabularies;
+        ``engine_options``: ``amp``, ``softmax_block`` of :class:`~nmt.rescoring_engine.RescoringEngine`."""
+        from nmt.model_io import load_translation_model
+
+        loaded = load_translation_model(str(path), which=which, device=device)
+        return cls(loaded.model, loaded.src_vocab, loaded.tgt_vocab, max_tokens=max_tokens, device=device,
+                   **engine_options)
 
     def score_pairs(self, src_batch: Sequence[Sequence[str]], tgt_batch: Sequence[Sequence[str]]
                     ) -> list[PairScore]:
@@ -36,3 +86,93 @@ class PairScorer:
         scores = self.engine.score(src_batch, tgt_batch)
         return [PairScore(float(lp), len(t) + 1, int(su), int(tu))
                 for lp, t, su, tu in zip(scores.log_prob, tgt_batch, scores.src_unk, scores.tgt_unk)]
+
+    def score_window(self, srcs: Sequence[Sequence[str]], tgts: Sequence[Sequence[str]]) -> "WindowScores":
+        """A window of (phrase) pairs at once: arrays ``log_prob``, ``src_unk``, ``tgt_unk`` and the count of
+        distinct sources ``num_sources``. Depends only on the pairs given and the settings."""
+        return self.engine.score(srcs, tgts)
+
+    def empty_target_log_probs(self, srcs: Sequence[Sequence[str]], batch_size: int = 256) -> list[float]:
+        """ln p(</s> | src) of each source (an empty target; :meth:`score_pairs` refuses an empty side)."""
+        import torch
+
+        from nmt.data.batching import pair_batch
+
+        out: list[float] = []
+        step = max(1, int(batch_size))
+        for lo in range(0, len(srcs), step):
+            chunk = srcs[lo:lo + step]
+            b = pair_batch([self.src_vocab.encode(list(s)) for s in chunk], [[] for _ in chunk])
+            with torch.no_grad():
+                lp = self.model.pair_log_probs(b["src"].to(self.device), b["tgt_in"].to(self.device),
+                                               b["tgt_out"].to(self.device))
+            out.extend(float(x) for x in lp.double().cpu().tolist())
+        return out
+
+    def generate(self, src: Sequence[str], *, nbest: int, beam_size: int) -> list[tuple[tuple[str, ...], float]]:
+        """The encoder–decoder's own ``nbest`` targets for ``src`` (beam search): ``(words, ln p)``, best first."""
+        from nmt.data.batching import pad
+        from nmt.data.special import EOS
+        from nmt.search import beam_search
+
+        src_ids = pad([self.src_vocab.encode(list(src))], suffix=EOS)
+        hyps = beam_search(self.model, src_ids, beam_size=beam_size, nbest=nbest)[0]
+        return [(tuple(self.tgt_vocab.decode(h.tokens)), h.log_prob) for h in hyps]
+
+    def encoder_summaries(self, phrases: Sequence[Sequence[str]]) -> "np.ndarray":
+        """The encoder summary ``c`` (numpy [N, H]) of each tokenized source phrase."""
+        import numpy as np
+        import torch
+
+        from nmt.data.batching import pair_batch
+
+        ids = [self.src_vocab.encode(list(p)) for p in phrases]
+        batch = pair_batch(ids, [[] for _ in ids])
+        with torch.no_grad():
+            c = self.model.encode(batch["src"])
+        return np.asarray(c.double().cpu().numpy())
+
+
+class LMScorer:
+    """ln p(sentence) under a trained language model, each sentence from a fresh state."""
+
+    def __init__(self, loaded: "LoadedLM", *, batch_size: int = 256, max_tokens: int = 2000):
+        self.loaded = loaded
+        self.vocab = loaded.vocab
+        self.batch_size = max(1, int(batch_size))
+        self.max_tokens = max_tokens
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, which: str = "auto", device: str = "cpu", vocab: str | None = None,
+             batch_size: int = 256, max_tokens: int = 2000) -> "LMScorer":
+        """Load ``path`` (a checkpoint, or a model folder and ``which``) in eval mode with its vocabulary."""
+        from nmt.lm_loading import load_language_model
+
+        return cls(load_language_model(path, which=which, vocab=vocab, device=device), batch_size=batch_size,
+                   max_tokens=max_tokens)
+
+    @property
+    def path(self) -> Path:
+        return self.loaded.path
+
+    def token_logprobs(self, sentences: Sequence[Sequence[str]]) -> list["np.ndarray"]:
+        """ln p of each word and of ``</s>`` per sentence (``n + 1`` values), in input order."""
+        from nmt.lm_data import encode_all
+        from nmt.lm_scoring import sentence_token_logprobs
+
+        out: list[Any] = []
+        for lo in range(0, len(sentences), self.batch_size):
+            chunk = [list(s) for s in sentences[lo:lo + self.batch_size]]
+            out.extend(sentence_token_logprobs(self.loaded.model, encode_all(self.vocab, chunk),
+                                               start=self.loaded.start, max_tokens=self.max_tokens))
+        return out
+
+    def score_sentences(self, sentences: Sequence[Sequence[str]]) -> list[float]:
+        """ln p(sentence incl. ``</s>``) of each tokenized sentence (natural log), in input order."""
+        return [math.fsum(lp.tolist()) for lp in self.token_logprobs(sentences)]
+
+    def attention(self, sentences: Sequence[Sequence[str]]) -> list[Any]:
+        """An RMN's attention over each sentence (:func:`nmt.analysis.rmn_attention.sentence_attention`)."""
+        from nmt.analysis.rmn_attention import sentence_attention
+
+        return sentence_attention(self.loaded, [list(s) for s in sentences])

@@ -17,7 +17,7 @@ from nmt.cli.lm_train import cli_main as lm_train_main
 from nmt.cli.translate import cli_main as translate_main
 from nmt.cli.train import cli_main as train_main
 from nmt.errors import UsageError
-from nmt.lm_data import load_language_model
+from nmt.lm_loading import load_language_model
 from nmt.model_io import load_translation_model
 
 

@@ -20,11 +20,12 @@ from nmt.checkpoint import load_checkpoint
 from nmt.cli.lm_eval import cli_main as eval_main
 from nmt.cli.lm_score import cli_main as score_main
 from nmt.cli.lm_train import LMOptimConfig, cli_main as train_main
+from nmt.data.special import BOS, EOS, PAD
 from nmt.data.vocab import Vocabulary
-from nmt.lm_data import (LMDataConfig, LMTask, StreamWindow, encode_all, load_language_model, read_sentences,
-                         sentence_batches, stream_matrix)
+from nmt.lm_data import LMDataConfig, encode_all, read_sentences, sentence_batches, stream_matrix
+from nmt.lm_loading import load_language_model
+from nmt.lm_task import LMTask, StreamWindow
 from nmt.models.lm import build_lm
-from nmt.models.lm.base import BOS, EOS, PAD
 from nmt.train import LoopConfig, OptimConfig, Trainer, TrainState, scheduled_lr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -445,7 +446,7 @@ def test_recipe_quick_smoke(tmp_path: Path) -> None:
     data.mkdir(parents=True)
     for split in ("train", "valid", "test"):
         (data / f"ptb.{split}.txt").write_text(paths[split].read_text().replace("\n\n", "\nw1\n"))
-    from smt_features.model.kenlm import KenLMNotFoundError, find_kenlm_binary
+    from smt_features.train.kenlm_build import KenLMNotFoundError, find_kenlm_binary
 
     try:
         find_kenlm_binary("lmplz")

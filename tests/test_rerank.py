@@ -56,7 +56,9 @@ def _write(tmp: Path) -> tuple[Path, Path]:
 
 
 def test_feature_values_equal_the_scorers(models, tmp_path: Path) -> None:
-    from nmt.lm_data import encode_all, load_language_model, sentence_token_logprobs
+    from nmt.lm_data import encode_all
+    from nmt.lm_loading import load_language_model
+    from nmt.lm_scoring import sentence_token_logprobs
     from nmt.model_io import load_translation_model
     from nmt.scoring import PairScorer
     from smt_features.model.kenlm import KenLMScorer

@@ -24,7 +24,8 @@ import torch
 from nmt import config as C
 from nmt.analysis.rmn_attention import mean_by_distance, plot_heatmap, plot_mean_by_distance, sentence_attention
 from nmt.data.io import atomic_write
-from nmt.lm_data import load_language_model, read_sentences
+from nmt.lm_data import read_sentences
+from nmt.lm_loading import load_language_model
 from nmt.cli.common import check_out_dir_path, require_lines
 from nmt.errors import command
 

@@ -20,8 +20,9 @@ import torch
 
 from nmt import config as C
 from nmt.data.io import atomic_write
-from nmt.lm_data import (REGIMES, UNK_NOTE, encode_all, load_language_model, perplexity, read_sentences,
-                         token_logprobs)
+from nmt.lm_data import REGIMES, UNK_NOTE, encode_all, read_sentences
+from nmt.lm_loading import load_language_model
+from nmt.lm_scoring import perplexity, token_logprobs
 from nmt.perplexity import format_result
 from nmt.cli.common import require_lines
 from nmt.errors import command, refuse_overwriting_inputs

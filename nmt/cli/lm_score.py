@@ -16,7 +16,9 @@ import torch
 
 from nmt import config as C
 from nmt.data.io import write_output
-from nmt.lm_data import REGIMES, encode_all, load_language_model, read_sentences, token_logprobs
+from nmt.lm_data import REGIMES, encode_all, read_sentences
+from nmt.lm_loading import load_language_model
+from nmt.lm_scoring import token_logprobs
 from nmt.cli.common import require_lines
 from nmt.errors import command, refuse_overwriting_inputs
 

@@ -10,7 +10,7 @@ the accounting of every LM of the project (``nmt.perplexity``).
 Learning-rate schedules, Adam's betas, weight decay and weight averaging are
 the trainer's (``nmt.train``; the lr is a pure function of the trainer's state,
 so a resumed run follows the same schedule); ``--loss-norm sequence`` is the
-task's loss normaliser (``nmt.lm_data.LMTask.loss``). Runs unchanged under
+task's loss normaliser (``nmt.lm_task.LMTask.loss``). Runs unchanged under
 ``torchrun`` (DistributedDataParallel, ``docs/training.md``).
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ from nmt import distributed
 from nmt.checkpoint import load_checkpoint
 from nmt.data.io import atomic_write
 from nmt.data.vocab import Vocabulary, load_vocab
-from nmt.lm_data import LOSS_NORMS, LMDataConfig, build_task, check_word_vocab, read_sentences
+from nmt.lm_data import LOSS_NORMS, LMDataConfig, check_word_vocab, read_sentences
+from nmt.lm_task import build_task
 from nmt.models.lm import ARCHITECTURES, resolve
 from nmt.train import SCHEDULES, LoopConfig, OptimConfig, Trainer, scheduled_lr  # noqa: F401 (re-exported)
 from nmt.cli.common import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir

@@ -11,9 +11,11 @@ import pytest
 import sacrebleu
 
 from smt_features.cli import tune as cli_tune
+from smt_features.tune import loop as tune_loop
 from smt_features.tune.bleu_stats import BleuScorer, bleu_from_stats, corpus_bleu, sentence_bleu
-from smt_features.tune.mert import (MertOptions, NBestPool, PoolArrays, line_search, mert, optimise, sort_rows,
-                               upper_envelope)
+from smt_features.tune.envelope import line_search, sort_rows, upper_envelope
+from smt_features.tune.mert import MertOptions, mert, optimise
+from smt_features.tune.pool import NBestPool, PoolArrays
 
 VOCAB = [f"w{i}" for i in range(8)]
 
@@ -291,7 +293,7 @@ import argparse, random, sys, zlib
 from pathlib import Path
 
 p = argparse.ArgumentParser()
-p.add_argument("--config"); p.add_argument("--input"); p.add_argument("--output")
+p.add_argument("--moses-ini"); p.add_argument("--input"); p.add_argument("--output")
 p.add_argument("--n-best-list", nargs=2); p.add_argument("--threads")
 p.add_argument("--weights-override", default=None)
 p.add_argument("--fail-after", type=int, default=None); p.add_argument("--counter", default=None)
@@ -311,7 +313,7 @@ def parse_weights(tokens, out):
             out[name].append(float(t))
 
 weights, section = {}, None
-for line in open(a.config, encoding="utf-8"):
+for line in open(a.moses_ini, encoding="utf-8"):
     line = line.strip()
     if not line or line.startswith("#"):
         continue
@@ -394,7 +396,7 @@ def tune_setup(tmp_path):
 
 def _tune_args(root: Path, work: str, *extra: str, decoder_extra: str = "") -> list[str]:
     cmd = f"{sys.executable} {root / 'fake_decoder.py'} {decoder_extra}".strip()
-    return ["--config", str(root / "moses.ini"), "--dev-src", str(root / "dev.src"), "--dev-ref",
+    return ["--moses-ini", str(root / "moses.ini"), "--dev-src", str(root / "dev.src"), "--dev-ref",
             str(root / "dev.ref"), "--work-dir", str(root / work), "--nbest", "3", "--max-iterations", "8",
             "--restarts", "3", "--seed", "7", "--decoder-cmd", cmd, *extra]
 
@@ -460,7 +462,7 @@ def test_tune_resume_after_decoder_crash_and_mert_interrupt(tune_setup, monkeypa
     assert resumed["weights"] == full["weights"] and resumed["dev_bleu"] == full["dev_bleu"]
 
     # 2. killed during the second MERT run (after its decode): MERT is redone, decodes are not
-    real_mert = cli_tune.mert
+    real_mert = tune_loop.mert
     calls = {"n": 0}
 
     def flaky_mert(*args, **kwargs):
@@ -469,9 +471,9 @@ def test_tune_resume_after_decoder_crash_and_mert_interrupt(tune_setup, monkeypa
             raise KeyboardInterrupt
         return real_mert(*args, **kwargs)
 
-    monkeypatch.setattr(cli_tune, "mert", flaky_mert)
+    monkeypatch.setattr(tune_loop, "mert", flaky_mert)
     assert cli_tune.cli_main(_tune_args(root, "kill")) == 130
-    monkeypatch.setattr(cli_tune, "mert", real_mert)
+    monkeypatch.setattr(tune_loop, "mert", real_mert)
     state = json.loads((root / "kill" / "iterations.json").read_text())
     assert "decode" in state["iterations"][1] and "mert" not in state["iterations"][1]
     decodes_before = sorted(p.name for p in (root / "kill").glob("run*.best3.out"))

@@ -55,6 +55,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from smt_features.model.weights import Weights
+
 #: Moses's floor for ``log(0)`` (``LOWEST_SCORE``); also the unknown-word value.
 LOWEST_SCORE = -100.0
 LN10 = math.log(10.0)
@@ -376,20 +378,16 @@ class FeatureSet:
     def of_kind(self, cls: type) -> list[Feature]:
         return [f for f in self.features if isinstance(f, cls)]
 
+    def layout(self) -> list[tuple[str, int]]:
+        """``[(feature name, number of values), …]`` in feature order."""
+        return [(f.name, f.num_values) for f in self.features]
+
     def weight_vector(self, weights: Mapping[str, Sequence[float]], *, use_defaults: bool = False) -> list[float]:
         """Flat ``λ`` from ``{feature name: values}``; a missing feature raises ``KeyError``
         unless ``use_defaults`` (then :meth:`Feature.default_weights`)."""
-        out: list[float] = []
-        for f in self.features:
-            if f.name in weights:
-                vals = [float(v) for v in weights[f.name]]
-            elif use_defaults or isinstance(f, UnknownWordPenaltyFeature):
-                vals = f.default_weights()
-            else:
-                raise KeyError(f"no weights for feature {f.name}")
-            if len(vals) != f.num_values:
-                raise ValueError(f"feature {f.name} has {f.num_values} value(s) but {len(vals)} weight(s)")
-            out.extend(vals)
+        defaults = {f.name: f.default_weights() for f in self.features
+                    if use_defaults or isinstance(f, UnknownWordPenaltyFeature)}
+        out = Weights(weights).to_vector(self.layout(), defaults=defaults)
         unknown = set(weights) - set(self._by_name)
         if unknown:
             raise KeyError(f"weights for unknown feature(s): {sorted(unknown)}")

@@ -1,0 +1,48 @@
+"""The resume file of ``smt-tune``: ``iterations.json``, every finished step, rewritten atomically."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from nmt.data.io import atomic_write
+from smt_features.tune.options import TuneConfig
+
+STATE_FILE = "iterations.json"
+STATE_VERSION = 1
+#: options that must not change when a run is resumed
+RESUME_KEYS = ("moses_ini", "dev_src", "dev_ref", "nbest", "seed", "restarts", "random_directions", "ref_length",
+               "fixed", "ranges", "clip_to_ranges")
+
+
+class RunState:
+    """``iterations.json``: the options and one record per iteration (its weights, decode and MERT run)."""
+
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path = path
+        self.data = data
+
+    @classmethod
+    def load_or_new(cls, path: Path, cfg: TuneConfig) -> "RunState":
+        if path.exists():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("version") != STATE_VERSION:
+                raise ValueError(f"{path}: unknown state version {data.get('version')}")
+            saved = data.get("config", {})
+            changed = [k for k in RESUME_KEYS if k in saved and saved[k] != asdict(cfg)[k]]
+            if changed:
+                raise ValueError(f"{path}: cannot resume, options changed since the run started: "
+                                 + ", ".join(f"{k} {saved[k]!r} -> {asdict(cfg)[k]!r}" for k in changed))
+            data["config"] = asdict(cfg)
+            return cls(path, data)
+        return cls(path, {"version": STATE_VERSION, "config": asdict(cfg), "iterations": []})
+
+    @property
+    def iterations(self) -> list[dict[str, Any]]:
+        return self.data["iterations"]
+
+    def save(self) -> None:
+        with atomic_write(self.path) as fh:
+            json.dump(self.data, fh, indent=1, ensure_ascii=False)
+            fh.write("\n")

@@ -43,8 +43,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from nmt.data.vocab import SPECIALS, Vocabulary
-from nmt.models.gru_encdec import BOS, EOS, PAD, build_model, config_with_preset
+from nmt.data.special import BOS, EOS, PAD, SPECIALS
+from nmt.data.vocab import Vocabulary
+from nmt.models.gru_encdec import build_model, config_with_preset
 from nmt.models.lm import build_lm, make_lm_batch
 from nmt.precision import AMP_DTYPES as AMP
 from nmt.precision import LSTM_FP32_NOTE, amp_problem, describe_bf16, fallback_count

@@ -37,7 +37,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from nmt.models.gru_encdec import BOS, EOS, UNK, GRUEncoderDecoder
+from nmt.data.special import BOS, EOS, UNK
+from nmt.models.gru_encdec import GRUEncoderDecoder
 from nmt.precision import AMP_DTYPES, check_amp
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
-from nmt.models.gru_encdec import BOS, EOS, GRUEncoderDecoder
+from nmt.data.special import BOS, EOS
+from nmt.models.gru_encdec import GRUEncoderDecoder
 
 
 @dataclass

@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from nmt.config import field
 from nmt.data.batching import pair_batch, bucketed_batches
 from nmt.data.io import DataError, read_parallel
+from nmt.data.special import PAD
 from nmt.data.vocab import Vocabulary, load_vocab
-from nmt.models.gru_encdec import PAD
 
 
 @dataclass

@@ -105,7 +105,7 @@ def test_encdec_build_and_forward(fs, arch):
 @pytest.mark.parametrize("cell", ["faithful", "torch"])
 def test_encdec_scores_equal_ours(fs, cell):
     """Sum of fairseq log-probs of the target = GRUEncoderDecoder.pair_log_probs in our id space."""
-    from nmt.models.gru_encdec import BOS, EOS, PAD
+    from nmt.data.special import BOS, EOS, PAD
 
     torch.manual_seed(0)
     src_dict, tgt_dict = make_dict(fs, 9), make_dict(fs, 8)

@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from nmt.data.special import BOS, EOS, PAD
 from nmt.models.lm import ARCHITECTURES, PRESETS, build_config, build_lm, resolve
-from nmt.models.lm.base import BOS, EOS, PAD, make_lm_batch, token_log_probs
+from nmt.models.lm.base import make_lm_batch, token_log_probs
 from nmt.models.lm.lstm import LSTMConfig, LSTMLM
 from nmt.models.lm.mogrifier import MogrifierConfig, MogrifierLayerFunction, MogrifierLM
 from nmt.models.lm.rmn import RMLM, RMNConfig, RMRLM

@@ -11,7 +11,7 @@ import yaml
 
 from nmt.data import corpora
 from nmt.data.io import DataError, read_lines
-from nmt.data.prepare import PrepareConfig, cli_main, prepare_parallel
+from nmt.prepare import PrepareConfig, cli_main, prepare_parallel
 from nmt.data.vocab import Vocabulary, load_vocab
 
 TINY = Path(__file__).parent / "data" / "tiny"

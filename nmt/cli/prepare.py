@@ -1,8 +1,8 @@
-"""Console script ``nmt-prepare`` (see :mod:`nmt.data.prepare`)."""
+"""Console script ``nmt-prepare`` (see :mod:`nmt.prepare`)."""
 import logging
 
 from nmt import config as nmt_config
-from nmt.data.prepare import PrepareConfig, prepare_parallel
+from nmt.prepare import PrepareConfig, prepare_parallel
 from nmt.errors import command
 
 
@@ -10,7 +10,7 @@ from nmt.errors import command
 def cli_main(argv: list[str] | None = None) -> int:
     """Bad input (a malformed corpus file, a missing corpus, bad options) is ``nmt-prepare: FILE:LINE: ...``
     with exit status 2, through the toolkit's error wrapper."""
-    from nmt.data import prepare
+    from nmt import prepare
 
     cfg = nmt_config.parse(PrepareConfig, argv, description=prepare.__doc__.splitlines()[0])
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

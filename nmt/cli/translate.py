@@ -10,9 +10,9 @@ from tqdm import tqdm
 from nmt import config as C
 from nmt.data.batching import pad
 from nmt.data.io import DataError, atomic_write, read_lines
+from nmt.data.special import EOS
 from nmt.data.tokenize import MosesTokenizer
 from nmt.model_io import load_translation_model
-from nmt.models.gru_encdec import EOS
 from nmt.search import beam_search
 from nmt.errors import command, refuse_overwriting_inputs
 

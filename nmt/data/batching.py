@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from nmt.models.gru_encdec import BOS, EOS, PAD
+from nmt.data.special import BOS, EOS, PAD
 
 
 def bucketed_batches(lengths: Sequence[int], *, batch_size: int, max_tokens: int | None = None,

@@ -13,10 +13,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from nmt.data.io import DataError, atomic_write, iter_lines
-
-PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
-SPECIALS = (PAD, UNK, BOS, EOS)
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
+from nmt.data.special import BOS, BOS_TOKEN, EOS, EOS_TOKEN, PAD, PAD_TOKEN, SPECIALS, UNK, UNK_TOKEN
 
 PathLike = str | os.PathLike[str]
 
@@ -80,7 +77,7 @@ class Vocabulary:
 
     def index(self, token: str) -> int:
         """The id of ``token``, or the ``<unk>`` id if it is not in the vocabulary."""
-        return self._index.get(token, UNK_ID)
+        return self._index.get(token, UNK)
 
     @property
     def tokens(self) -> list[str]:
@@ -89,11 +86,11 @@ class Vocabulary:
     def encode(self, tokens: Sequence[str]) -> list[int]:
         """Ids of ``tokens``; unknown tokens → ``<unk>`` id. No ``<s>``/``</s>`` is added."""
         get = self._index.get
-        return [get(tok, UNK_ID) for tok in tokens]
+        return [get(tok, UNK) for tok in tokens]
 
     def decode(self, ids: Iterable[int], strip_special: bool = True) -> list[str]:
         """Tokens of ``ids``; ``strip_special`` drops ``<pad>``, ``<s>``, ``</s>`` (``<unk>`` stays)."""
-        skip = {PAD_ID, BOS_ID, EOS_ID} if strip_special else set()
+        skip = {PAD, BOS, EOS} if strip_special else set()
         return [self.token(int(i)) for i in ids if int(i) not in skip]
 
     def unk_count(self, tokens: Iterable[str]) -> int:
@@ -155,9 +152,9 @@ class SentencePieceVocab:
         self._proto = self.path.read_bytes()
         self._sp = spm.SentencePieceProcessor(model_proto=self._proto)
         ids = (self._sp.pad_id(), self._sp.unk_id(), self._sp.bos_id(), self._sp.eos_id())
-        if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+        if ids != (PAD, UNK, BOS, EOS):
             raise ValueError(f"{self.path}: SentencePiece model has pad/unk/bos/eos ids {ids}, "
-                             f"expected {(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}; retrain with SentencePieceVocab.train")
+                             f"expected {(PAD, UNK, BOS, EOS)}; retrain with SentencePieceVocab.train")
 
     @classmethod
     def train(cls, text_files: Sequence[PathLike], model_prefix: PathLike, vocab_size: int,
@@ -169,8 +166,8 @@ class SentencePieceVocab:
             spm.SentencePieceTrainer.train(
                 input=",".join(str(f) for f in text_files), model_prefix=str(prefix),
                 vocab_size=vocab_size, model_type=model_type, character_coverage=1.0,
-                pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-                pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+                pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
+                pad_piece=PAD_TOKEN, unk_piece=UNK_TOKEN, bos_piece=BOS_TOKEN, eos_piece=EOS_TOKEN,
                 input_sentence_size=2_000_000, shuffle_input_sentence=True,
                 num_threads=1, minloglevel=2)
         except RuntimeError as err:
@@ -181,7 +178,7 @@ class SentencePieceVocab:
         return self._sp.get_piece_size()
 
     def __contains__(self, piece: object) -> bool:
-        return isinstance(piece, str) and (self._sp.piece_to_id(piece) != UNK_ID or piece == UNK)
+        return isinstance(piece, str) and (self._sp.piece_to_id(piece) != UNK or piece == UNK_TOKEN)
 
     def token(self, idx: int) -> str:
         if not 0 <= idx < len(self):
@@ -201,12 +198,12 @@ class SentencePieceVocab:
 
     def decode(self, ids: Iterable[int], strip_special: bool = True) -> str:
         """The text of ``ids``; ``strip_special`` drops ``<pad>``, ``<s>``, ``</s>``."""
-        skip = {PAD_ID, BOS_ID, EOS_ID} if strip_special else set()
+        skip = {PAD, BOS, EOS} if strip_special else set()
         return self._sp.decode([int(i) for i in ids if int(i) not in skip])
 
     def unk_count(self, text: str) -> int:
         """How many pieces of a raw string are ``<unk>``."""
-        return self.encode(text).count(UNK_ID)
+        return self.encode(text).count(UNK)
 
     def fingerprint(self) -> str:
         """Short sha256 of the piece list."""

@@ -19,7 +19,8 @@ from fairseq.models import (FairseqEncoder, FairseqEncoderDecoderModel, FairseqI
                             register_model, register_model_architecture)
 from fairseq.models import ARCH_MODEL_REGISTRY
 
-from nmt.models.gru_encdec import BOS, EOS, GRUEncDecConfig, build_model, config_with_preset
+from nmt.data.special import BOS, EOS
+from nmt.models.gru_encdec import GRUEncDecConfig, build_model, config_with_preset
 
 from ._args import add_prefixed_dataclass_args, prefixed_overrides, set_default
 from .vocab import IdMap

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from nmt.models.gru_encdec import BOS, EOS, PAD, UNK
+from nmt.data.special import BOS, EOS, PAD, UNK
 
 
 class IdMap(nn.Module):

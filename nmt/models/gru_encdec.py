@@ -28,9 +28,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmt.config import field
+from nmt.data.special import PAD
 from nmt.models.gru_recurrence import gated_recurrence, gated_recurrence_loop
-
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
 @dataclass

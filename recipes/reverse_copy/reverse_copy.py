@@ -30,8 +30,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmt.data.io import atomic_write
+from nmt.data.special import BOS, EOS, PAD
 from nmt.models.lm import build_lm
-from nmt.models.lm.base import BOS, EOS, PAD
 
 FIRST = 4  # ids 0-3 are PAD UNK BOS EOS
 

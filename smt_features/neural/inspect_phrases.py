@@ -80,7 +80,7 @@ def inspect_phrases(cfg: InspectConfig) -> str:
     import torch
 
     from nmt.data.batching import pad
-    from nmt.models.gru_encdec import EOS
+    from nmt.data.special import EOS
     from nmt.rescoring_engine import RescoringEngine
     from nmt.search import beam_search
     from smt_features.neural.rescore import naming_checkpoint, resolve_checkpoint

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from nmt.models.lm.base import BOS, EOS, PAD, UNK, LanguageModel, make_lm_batch
+from nmt.models.lm.base import LanguageModel, make_lm_batch
 from nmt.models.lm.lstm import PRESETS as LSTM_PRESETS
 from nmt.models.lm.lstm import LSTMConfig, LSTMLM
 from nmt.models.lm.mogrifier import PRESETS as MOGRIFIER_PRESETS
@@ -62,4 +62,4 @@ def build_lm(arch: str, vocab_size: int, **overrides: Any) -> LanguageModel:
 
 
 __all__ = ["ARCHITECTURES", "PRESETS", "build_lm", "build_config", "resolve", "LanguageModel",
-           "make_lm_batch", "PAD", "UNK", "BOS", "EOS"]
+           "make_lm_batch"]

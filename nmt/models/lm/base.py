@@ -1,6 +1,6 @@
 """One interface for every neural language model of the toolkit.
 
-Id conventions (shared with :mod:`nmt.data.vocab`): ``PAD=0, UNK=1, BOS=2, EOS=3``.
+Id conventions (from :mod:`nmt.data.special`): ``PAD=0, UNK=1, BOS=2, EOS=3``.
 A sentence ``w1 … wn`` is modelled as the input ``BOS w1 … wn`` and the target
 ``w1 … wn EOS``; rows are right-padded with ``PAD``. Log-probabilities are
 natural logs everywhere (DESIGN.md, "Units").
@@ -21,9 +21,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from nmt.data.special import BOS, EOS, PAD
 from nmt.precision import lstm_needs_fp32, note_fallback
-
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 State = Any  # a tensor, or tuples / lists / dicts of tensors (model specific)
 

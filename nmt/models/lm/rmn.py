@@ -42,8 +42,9 @@ import torch
 from torch import Tensor, nn
 
 from nmt.config import field
-from nmt.models.lm.base import (INITS, PAD, LanguageModel, OutputLayer, State, TokenDropout, init_lstm_,
-                                length_mask, run_lstm)
+from nmt.data.special import PAD
+from nmt.models.lm.base import (INITS, LanguageModel, OutputLayer, State, TokenDropout, init_lstm_, length_mask,
+                                run_lstm)
 
 COMPOSITIONS = ("gating", "linear")
 

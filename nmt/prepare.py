@@ -23,8 +23,9 @@ from nmt import config as nmt_config
 from nmt.config import field
 from nmt.data.corpora import Split, get_split
 from nmt.data.io import DataError, atomic_write, check_parallel_lengths, iter_parallel, read_tsv_pairs
+from nmt.data.special import UNK
 from nmt.data.tokenize import MosesTokenizer
-from nmt.data.vocab import UNK_ID, SentencePieceVocab, Vocabulary
+from nmt.data.vocab import SentencePieceVocab, Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +212,7 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
         split_stats: dict[str, Any] = {"pairs": len(raw), "tokens": {}, "oov_rate": {}}
         for side, lang in enumerate(langs):
             n_tokens = sum(len(t[side]) for t in toks)
-            n_unk = sum(vocabs[lang].index(tok) == UNK_ID for t in toks for tok in t[side])
+            n_unk = sum(vocabs[lang].index(tok) == UNK for t in toks for tok in t[side])
             split_stats["tokens"][lang] = n_tokens
             split_stats["oov_rate"][lang] = round(n_unk / n_tokens, 6) if n_tokens else 0.0
         stats["splits"][name] = split_stats

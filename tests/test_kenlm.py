@@ -1,4 +1,4 @@
-"""KenLM estimation (lmplz), binarization and queries through smt_features.model.kenlm.
+"""KenLM estimation (lmplz), binarization (smt_features.train.kenlm_build) and queries (smt_features.model.kenlm).
 
 Tests that run KenLM's tools skip when they are not built; build them with
 ``bash third_party/build_kenlm.sh`` (CI does so first).
@@ -15,9 +15,13 @@ import pytest
 
 kenlm = pytest.importorskip("kenlm")
 
-from smt_features.model import kenlm as kenlm_lm  # noqa: E402
-from smt_features.model.kenlm import (DEFAULT_MAP_UNK, KenLMError, KenLMNotFoundError, KenLMScorer,  # noqa: E402
-                                   build_binary, cli_main, estimate_arpa, find_kenlm_binary, read_lines)
+from nmt.data.io import read_lines  # noqa: E402
+from smt_features.cli.kenlm import cli_main  # noqa: E402
+from smt_features.model.kenlm import KenLMScorer  # noqa: E402
+from smt_features.train import kenlm_build as kenlm_lm  # noqa: E402
+from smt_features.train.kenlm_build import (KenLMError, KenLMNotFoundError, build_binary,  # noqa: E402
+                                            estimate_arpa, find_kenlm_binary)
+from smt_features.train.kenlm_text import DEFAULT_MAP_UNK  # noqa: E402
 from nmt.perplexity import LN10, kenlm_perplexity, split_words  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kenlm"
@@ -60,7 +64,7 @@ def test_round_trip_arpa_and_binary(tiny_models):
     assert raw_arpa.order == raw_bin.order == 3
     s_arpa, s_bin = KenLMScorer(arpa), KenLMScorer(binary)
     assert s_arpa.order == s_bin.order == 3
-    for line in list(read_lines(TINY)) + UNSEEN:
+    for line in list(read_lines(TINY, allow_empty=True)) + UNSEEN:
         ours = s_arpa.score_sentence(split_words(line))
         assert ours == pytest.approx(raw_arpa.score(line) * math.log(10), rel=1e-12, abs=1e-12)
         assert ours < 0
@@ -79,7 +83,7 @@ def test_perplexity_equals_kenlm_and_counts_end_of_sentence(tiny_models):
     arpa, binary = tiny_models
     model = kenlm.Model(str(binary))
     scorer = KenLMScorer(binary)
-    lines = list(read_lines(TINY)) + UNSEEN[:-1]
+    lines = list(read_lines(TINY, allow_empty=True)) + UNSEEN[:-1]
     for line in lines:
         n_words = len(line.split())
         # kenlm's own per-sentence perplexity divides by words + 1 (the </s>) ...
@@ -103,7 +107,7 @@ def test_perplexity_equals_query_tool(tiny_models, tmp_path):
     except KenLMNotFoundError:
         pytest.skip("KenLM's query tool not built")
     arpa, binary = tiny_models
-    lines = list(read_lines(TINY)) + UNSEEN[:-1]
+    lines = list(read_lines(TINY, allow_empty=True)) + UNSEEN[:-1]
     text = "\n".join(lines) + "\n"
     out = subprocess.run([str(query), "-v", "summary", str(binary)], input=text.encode(),
                          capture_output=True, check=True).stdout.decode()
@@ -119,7 +123,7 @@ def test_perplexity_equals_query_tool(tiny_models, tmp_path):
 def test_score_word_state_chaining(tiny_models):
     _, binary = tiny_models
     scorer = KenLMScorer(binary)
-    for line in list(read_lines(TINY))[:4] + UNSEEN:
+    for line in list(read_lines(TINY, allow_empty=True))[:4] + UNSEEN:
         state = scorer.begin_state()
         total = 0.0
         for word in split_words(line) + ["</s>"]:
@@ -225,12 +229,12 @@ def test_cli_train_and_eval(tmp_path, capsys):
     assert cli_main(["eval", "--model", str(prefix) + ".binary", "--text", str(TINY_UNK),
                      "--json-out", str(js)]) == 0
     line = capsys.readouterr().out.strip()
-    n = sum(len(line_.split()) + 1 for line_ in read_lines(TINY_UNK))
+    n = sum(len(line_.split()) + 1 for line_ in read_lines(TINY_UNK, allow_empty=True))
     assert f"N={n} tokens" in line and "0 OOV" in line and DEFAULT_MAP_UNK in line
     import json
 
     res = json.loads(js.read_text())
-    expected = kenlm_perplexity(KenLMScorer(str(prefix) + ".binary"), read_lines(TINY_UNK))
+    expected = kenlm_perplexity(KenLMScorer(str(prefix) + ".binary"), read_lines(TINY_UNK, allow_empty=True))
     assert res["num_tokens"] == n and res["ppl"] == pytest.approx(expected.ppl)
     assert res["map_unk"] == DEFAULT_MAP_UNK
 

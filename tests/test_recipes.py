@@ -64,7 +64,7 @@ def check_baseline(smt: Path, split: str, min_bleu_gain: float) -> float:
 
 
 def need_tools() -> None:
-    from smt_features.model.kenlm import KenLMNotFoundError, find_kenlm_binary
+    from smt_features.train.kenlm_build import KenLMNotFoundError, find_kenlm_binary
 
     try:
         find_kenlm_binary("lmplz")

@@ -120,7 +120,7 @@ kenlm = pytest.importorskip("kenlm")
 
 
 def test_kenlm_eval_reads_crlf_and_bom(tmp_path, capsys):
-    from smt_features.model.kenlm import cli_main
+    from smt_features.cli.kenlm import cli_main
 
     sents = ["x y", "y z x y"]
     results = []
@@ -133,7 +133,8 @@ def test_kenlm_eval_reads_crlf_and_bom(tmp_path, capsys):
 
 
 def test_kenlm_train_reads_crlf_and_bom(tmp_path):
-    from smt_features.model.kenlm import cli_main, find_kenlm_binary
+    from smt_features.cli.kenlm import cli_main
+    from smt_features.train.kenlm_build import find_kenlm_binary
 
     try:
         find_kenlm_binary("lmplz")

@@ -198,7 +198,7 @@ def test_config_sections_parse():
 
 
 def test_data_selection_prefers_in_domain_pairs(tmp_path):
-    kenlm_lm = pytest.importorskip("smt_features.model.kenlm")
+    kenlm_lm = pytest.importorskip("smt_features.train.kenlm_build")
     pytest.importorskip("kenlm")
     try:
         kenlm_lm.find_kenlm_binary("lmplz")

@@ -75,11 +75,11 @@ if [ $kenlm = 1 ]; then
     train_text=$work/kenlm/train.txt
   fi
   [ -f "$work/kenlm/ptb5.binary" ] || \
-    "$py" -m smt_features.model.kenlm --config "$cfg:kenlm$suffix" train --text "$train_text" \
+    "$py" -m smt_features.cli.kenlm train --config "$cfg:kenlm$suffix" --text "$train_text" \
       --out-prefix "$work/kenlm/ptb5"
   for split in valid test; do
     split_file=$([ $split = valid ] && echo "$valid_file" || echo "$test_file")
-    "$py" -m smt_features.model.kenlm eval --model "$work/kenlm/ptb5.binary" --text "$split_file" \
+    "$py" -m smt_features.cli.kenlm eval --model "$work/kenlm/ptb5.binary" --text "$split_file" \
       --name "kenlm-5gram $split" --json-out "$work/kenlm/$split.json"
   done
 fi

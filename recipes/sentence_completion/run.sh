@@ -49,7 +49,7 @@ echo "== Holmes subset: $novels novels (seed $seed)"
     --out-dir "$work/text"
 
 echo "== KenLM 5-gram"
-[ -f "$work/kenlm/holmes5.binary" ] || "$py" -m smt_features.model.kenlm train --text "$work/text/train.txt" \
+[ -f "$work/kenlm/holmes5.binary" ] || "$py" -m smt_features.cli.kenlm train --text "$work/text/train.txt" \
   --out-prefix "$work/kenlm/holmes5" --order 5 $([ $quick = 1 ] && echo --discount-fallback)
 model_flags=(--model "kenlm-5gram=$work/kenlm/holmes5.binary")
 

@@ -14,7 +14,7 @@ they are written in pool order. ``--monolingual`` uses the source side only (Moo
 Text seen by the LMs: lowercased, split into ``\\w+`` runs and single punctuation marks; words
 seen fewer than ``--min-count`` times in the in-domain text become ``__oov__`` in both LMs and
 in the scored pool (the common in-domain vocabulary of Moore & Lewis). LMs: modified Kneser–Ney
-by the toolkit's ``smt_features.model.kenlm.estimate_arpa`` (lmplz, ``--discount_fallback``, the
+by the toolkit's ``smt_features.train.kenlm_build.estimate_arpa`` (lmplz, ``--discount_fallback``, the
 in-domain text is small), queried with the ``kenlm`` module.
 
 Outputs: OUT_SRC, OUT_TGT, WORK/select.json (settings, counts, threshold), WORK/lm.{in,out}.{src,tgt}.{txt,arpa,binary}.
@@ -66,7 +66,7 @@ def _write(path: Path, lines) -> None:
 
 def _train_lm(text: Path, prefix: Path, order: int) -> Path:
     """ARPA (lmplz) then KenLM binary (loads quietly and fast in every worker); returns the binary."""
-    from smt_features.model.kenlm import build_binary, estimate_arpa
+    from smt_features.train.kenlm_build import build_binary, estimate_arpa
 
     arpa = prefix.with_name(prefix.name + ".arpa")
     estimate_arpa(text, arpa, order=order, discount_fallback=True, memory="1G")

@@ -74,10 +74,10 @@ def neural_lm_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: 
 
 def kenlm_scorer(path: str | Path, map_unk: str | None = "auto") -> LMScoreFn:
     """ln p(hyp </s> | <s>) under a KenLM model; ``map_unk="auto"`` reads the model's sidecar as ``smt-kenlm eval``."""
-    from smt_features.model.kenlm import DEFAULT_MAP_UNK, KenLMScorer, _sidecar
+    from smt_features.model.kenlm import DEFAULT_MAP_UNK, KenLMScorer, sidecar_path
 
     if map_unk == "auto":
-        side = _sidecar(Path(path))
+        side = sidecar_path(Path(path))
         map_unk = DEFAULT_MAP_UNK
         if side.is_file():
             import yaml

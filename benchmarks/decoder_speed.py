@@ -25,7 +25,7 @@ figures for the same setting (TARGETS.md: 23 sentences/s on 1 thread, 47 on
 6, 1,000 sentences) are printed for orientation; they were measured on a
 different run, so the ratio to them is indicative only.
 
-    .venv/bin/python benchmarks/decoder_speed.py --config /tmp/m30k_dec/moses.ini \\
+    .venv/bin/python benchmarks/decoder_speed.py --moses-ini /tmp/m30k_dec/moses.ini \\
         --input /tmp/m30k/test_2016_flickr.tok.en --sentences 200 \\
         --references /tmp/m30k/test_2016_flickr.fr --json /tmp/m30k_dec/speed.json
 """
@@ -50,10 +50,10 @@ def rss_mb() -> float:
 
 
 def run_variant(decoder, lines, options, threads=1, fast=None):
-    from smt_features.decode.decoder import decode_corpus
+    from smt_features.decode.corpus import decode_corpus
 
     decoder.options = options
-    decoder._fast = fast  # None = the Python search loop
+    decoder.compiled = fast  # None = the Python search loop
     decoder.set_weights(decoder.weights)  # clear option caches (their order depends on the options)
     t0, c0 = time.perf_counter(), time.process_time()
     results = list(decode_corpus(decoder, lines, threads=threads))
@@ -63,7 +63,7 @@ def run_variant(decoder, lines, options, threads=1, fast=None):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True, help="moses.ini")
+    ap.add_argument("--moses-ini", "-f", required=True, help="moses.ini")
     ap.add_argument("--input", required=True, help="tokenized source text")
     ap.add_argument("--sentences", type=int, default=200, help="first N sentences of --input")
     ap.add_argument("--references", default="", help="raw (detokenized) references for BLEU, line-aligned")
@@ -79,21 +79,22 @@ def main() -> int:
     ap.add_argument("--json", default="", help="also write the figures here")
     args = ap.parse_args()
 
-    from smt_features.decode.decoder import SearchOptions, build_decoder
+    from smt_features.decode.load import build_decoder
+    from smt_features.decode.options import SearchOptions
     from smt_features.model.moses_ini import read_moses_ini
 
     t0 = time.perf_counter()
-    decoder = build_decoder(read_moses_ini(args.config), table_limit=args.table_limit)
+    decoder = build_decoder(read_moses_ini(args.moses_ini), table_limit=args.table_limit)
     load_s = time.perf_counter() - t0
     load_rss = rss_mb()
     with open(args.input, encoding="utf-8") as fh:
         lines = [line.rstrip("\n") for _, line in zip(range(args.sentences), fh)]
-    print(f"model: {args.config}; {len(decoder.table)} phrase pairs; loaded in {load_s:.1f} s, "
+    print(f"model: {args.moses_ini}; {len(decoder.table)} phrase pairs; loaded in {load_s:.1f} s, "
           f"max RSS {load_rss:.0f} MB (Moses: {MOSES_LOAD})")
     print(f"{len(lines)} sentences, stack {args.stack}, table limit {args.table_limit}, "
           f"distortion limit {args.distortion_limit}")
 
-    fast = decoder._fast
+    fast = decoder.compiled
     if fast is None and any(not v.endswith("-py") for v in args.variants):
         sys.exit("the compiled search core is not available (bash third_party/build_search.sh); "
                  "run only -py variants")
@@ -111,7 +112,7 @@ def main() -> int:
     if args.references:
         with open(args.references, encoding="utf-8") as fh:
             refs = [line.rstrip("\n") for _, line in zip(range(len(lines)), fh)]
-    record: dict = {"config": args.config, "sentences": len(lines), "load_seconds": round(load_s, 2),
+    record: dict = {"config": args.moses_ini, "sentences": len(lines), "load_seconds": round(load_s, 2),
                     "load_max_rss_mb": round(load_rss), "stack": args.stack, "table_limit": args.table_limit,
                     "distortion_limit": args.distortion_limit, "variants": {}}
     outputs: dict[str, list] = {}
@@ -161,7 +162,7 @@ def main() -> int:
                   f"{speed / MOSES_SENT_PER_S.get(threads, MOSES_SENT_PER_S[1]):>8.3f}  (same output: {same})",
                   flush=True)
     if args.profile_sentences:
-        decoder._fast = fast
+        decoder.compiled = fast
         decoder.options = options("bounded")
         decoder.set_weights(decoder.weights)
         prof = cProfile.Profile()

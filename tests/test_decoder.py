@@ -13,9 +13,12 @@ import pytest
 
 pytest.importorskip("kenlm")
 
-from smt_features.decode.decoder import (  # noqa: E402
-    O_SL, O_TGT, Decoder, PhraseTable, SearchOptions, build_decoder, decode_corpus,
-)
+from smt_features.decode.corpus import decode_corpus  # noqa: E402
+from smt_features.decode.decoder import Decoder  # noqa: E402
+from smt_features.decode.hypothesis import O_SL, O_TGT  # noqa: E402
+from smt_features.decode.load import build_decoder  # noqa: E402
+from smt_features.decode.options import SearchOptions  # noqa: E402
+from smt_features.decode.table import PhraseTable  # noqa: E402
 from smt_features.model.features import (  # noqa: E402
     LOWEST_SCORE, DistortionFeature, FeatureSet, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature,
     UnknownWordPenaltyFeature, WordPenaltyFeature,
@@ -287,7 +290,7 @@ def test_cli_decode_writes_output_and_nbest(tmp_path, capsys):
     out = tmp_path / "out.txt"
     nbest = tmp_path / "nbest.txt"
     stats = tmp_path / "stats.json"
-    rc = cli_main(["--config", str(ini), "--input", str(src), "--output", str(out), "--n-best-list", str(nbest),
+    rc = cli_main(["--moses-ini", str(ini), "--input", str(src), "--output", str(out), "--n-best-list", str(nbest),
                    "5", "--threads", "2", "--stack", "50", "--distortion-limit", "-1", "--progress", "false",
                    "--weights-override", "Distortion0= 0.1", "--stats-json", str(stats)])
     assert rc == 0
@@ -318,7 +321,7 @@ def test_cli_reports_bad_config(tmp_path, capsys):
 
     ini = tmp_path / "moses.ini"
     ini.write_text("[feature]\nKENLM name=LM0 path=nowhere.arpa\n[weight]\nLM0= 1 2\n", encoding="utf-8")
-    assert cli_main(["--config", str(ini), "--input", str(ini), "--progress", "false"]) == 2
+    assert cli_main(["-f", str(ini), "--input", str(ini), "--progress", "false"]) == 2
     assert f"{ini}:4:" in capsys.readouterr().err
 
 

@@ -1,5 +1,5 @@
 """The compiled search core (smt_features/decode/csrc/search.cpp via smt_features.decode.fast_search) against the
-Python search of smt_features.decode.decoder: the same 1-best, n-best lists, feature values, scores and
+Python search of smt_features.decode.stack_search: the same 1-best, n-best lists, feature values, scores and
 search statistics — compared exactly (bit for bit), on the toy fixtures of tests/data/decoder and
 on random phrase tables, language models and inputs.
 
@@ -17,10 +17,14 @@ import pytest
 pytest.importorskip("kenlm")
 
 from smt_features.decode import fast_search  # noqa: E402
-from smt_features.decode.decoder import (  # noqa: E402
-    H_ARCS, H_COV, H_DIST, H_LAST, H_LM, H_OPT, H_PREV, H_SCORE, H_SID, H_START, H_TOTAL, Decoder, PhraseTable,
-    SearchOptions, build_decoder, decode_corpus,
+from smt_features.decode.corpus import decode_corpus  # noqa: E402
+from smt_features.decode.decoder import Decoder  # noqa: E402
+from smt_features.decode.hypothesis import (  # noqa: E402
+    H_ARCS, H_COV, H_DIST, H_LAST, H_LM, H_OPT, H_PREV, H_SCORE, H_SID, H_START, H_TOTAL,
 )
+from smt_features.decode.load import build_decoder  # noqa: E402
+from smt_features.decode.options import SearchOptions  # noqa: E402
+from smt_features.decode.table import PhraseTable  # noqa: E402
 from smt_features.model.features import (  # noqa: E402
     DistortionFeature, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature, UnknownWordPenaltyFeature,
     WordPenaltyFeature,
@@ -91,10 +95,10 @@ def flatten(finals: list[list]) -> tuple[list[int], list[tuple]]:
 def compare_graph(dec: Decoder, words: list[str], keep_arcs: bool, what) -> None:
     """The Python search and FastSearch.search on one decoder: the same final hypotheses and everything
     reachable from them (numbers, coverage, LM state ids, options, arcs), the same statistics."""
-    final_p, stats_p = dec._search(words, keep_arcs)
-    graph_p = flatten(dec._final_hyps)
-    final_c, stats_c = dec._fast.search(words, keep_arcs)
-    graph_c = flatten(dec._final_hyps)
+    final_p, stats_p = dec.python_search(words, keep_arcs)
+    graph_p = flatten(dec.final_hyps)
+    final_c, stats_c = dec.compiled.search(words, keep_arcs)
+    graph_c = flatten(dec.final_hyps)
     assert stats_p == stats_c, what
     assert (final_p is None) == (final_c is None), what
     assert graph_p == graph_c, what
@@ -209,7 +213,7 @@ def test_build_decoder_cli_and_corpus(tmp_path):
     outs = {}
     for mode in ("python", "compiled"):
         out, nb = tmp_path / f"out.{mode}", tmp_path / f"nbest.{mode}"
-        assert cli_main(["--config", str(ini), "--input", str(src), "--output", str(out), "--n-best-list", str(nb),
+        assert cli_main(["--moses-ini", str(ini), "--input", str(src), "--output", str(out), "--n-best-list", str(nb),
                          "7", "distinct", "--progress", "false", "--search", mode]) == 0
         outs[mode] = (out.read_text(encoding="utf-8"), nb.read_text(encoding="utf-8"))
     assert outs["python"] == outs["compiled"]
@@ -218,7 +222,7 @@ def test_build_decoder_cli_and_corpus(tmp_path):
 @needs_ext
 def test_sentences_longer_than_the_core_use_python(caplog):
     py, cc = toy_pair()
-    cc._fast.max_words = 4
+    cc.compiled.max_words = 4
     with caplog.at_level(logging.WARNING, logger="smt_features.decode.fast_search"):
         for sent in ("a b c a b", "b c a b c a"):
             same_result(py.decode(sent, nbest=5), cc.decode(sent, nbest=5), sent)

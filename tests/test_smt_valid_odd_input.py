@@ -97,7 +97,7 @@ def test_decode_reads_crlf_and_bom(tmp_path):
     for name, data in (("plain", plain(sents)), ("crlf", crlf_bom(sents))):
         (tmp_path / f"{name}.in").write_bytes(data)
         out = tmp_path / f"{name}.out"
-        assert cli_main(["--config", str(ini), "--input", str(tmp_path / f"{name}.in"), "--output", str(out),
+        assert cli_main(["--moses-ini", str(ini), "--input", str(tmp_path / f"{name}.in"), "--output", str(out),
                          "--progress", "false"]) == 0
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == 2
@@ -108,7 +108,7 @@ def test_decode_refuses_an_overlong_line_unless_allowed(tmp_path, capsys):
 
     ini = _ini(tmp_path)
     (tmp_path / "in").write_text("a b\n" + " ".join(["a", "b"] * 40) + "\n")
-    args = ["--config", str(ini), "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+    args = ["--moses-ini", str(ini), "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
             "--progress", "false"]
     assert cli_main([*args, "--max-sentence-length", "50"]) == 2
     assert f"{tmp_path / 'in'}:2:" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -2,197 +2,28 @@
 
 Example::
 
-    smt-decode --config work/smt/moses.ini --input test.tok.en --output out.tok.fr \\
+    smt-decode --moses-ini work/smt/moses.ini --input test.tok.en --output out.tok.fr \\
         --n-best-list nbest.txt 100 distinct --threads 2
 
-Input and output are tokenized, one sentence per line (detokenization and
-BLEU happen in the recipe). ``--config`` is a moses.ini (see
-:mod:`smt_features.model.moses_ini`); the search flags override its sections and
-``--weights-override`` its weights (Moses's ``-weight-overwrite`` syntax:
-``"LM0= 0.5 TranslationModel0= 0.2 0.2 0.2 0.2"``). Progress (sentences/s)
-goes to stderr; a summary line with the load time and the decoding speed
-(model loading excluded) ends the run.
+``-f FILE`` is Moses's spelling of ``--moses-ini FILE``; ``--config YAML[:SECTION]``
+gives the options as a YAML file. The run is :mod:`smt_features.decode.run`.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import sys
-import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
-from nmt import config as nmt_config
-from nmt.config import field
 from nmt.errors import command
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class DecodeConfig:
-    config: str = field("", help="moses.ini of the system (features, weights, search options)")
-    input: str = field("-", help="tokenized input, one sentence per line ('-' = stdin)")
-    output: str = field("-", help="tokenized 1-best output ('-' = stdout)")
-    n_best_list: list[str] = field([], help="FILE N [distinct]: also write an N-best list in Moses format")
-    threads: int = field(1, help="decode in this many worker processes (forked after loading; order kept)")
-    stack: int | None = field(None, help="stack size (histogram pruning); moses.ini [stack], else 200")
-    table_limit: int | None = field(None, help="translation options per source phrase; feature line's "
-                                               "table-limit, else 20 (0 = all)")
-    distortion_limit: int | None = field(None, help="maximum jump in source words (-1 = none); "
-                                                    "moses.ini [distortion-limit], else 6")
-    beam_threshold: float | None = field(None, help="threshold pruning, as a probability ratio to the best "
-                                                    "hypothesis of a stack (Moses -b); default 1e-5")
-    early_discarding_threshold: float | None = field(None, help="Moses early discarding as a probability "
-                                                                "ratio (0 = off, the default)")
-    max_phrase_length: int | None = field(None, help="longest source phrase looked up (default 20)")
-    max_sentence_length: int = field(1000, help="refuse an input line of more words than this (its search would "
-                                                "take very long; the compiled search handles up to 512); 0 = none")
-    search: str = field("auto", help="search implementation: 'python', 'compiled' (the C++ core built by "
-                                     "third_party/build_search.sh; error if missing) or 'auto' (compiled "
-                                     "when available); identical results")
-    weights_override: str = field("", help="replace weights, e.g. 'LM0= 0.5 Distortion0= 0.1'")
-    progress: bool = field(True, help="show a tqdm progress bar with sentences/s on stderr")
-    stats_json: str = field("", help="write timings and counts of the run as JSON here")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="smt-decode", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    nmt_config.add_dataclass_args(parser, DecodeConfig)
-    return parser
-
-
-def _nbest_spec(values: list[str], parser: argparse.ArgumentParser) -> tuple[str, int, bool] | None:
-    if not values:
-        return None
-    if len(values) not in (2, 3) or (len(values) == 3 and values[2] != "distinct"):
-        parser.error("--n-best-list takes FILE N [distinct]")
-    try:
-        n = int(values[1])
-    except ValueError:
-        parser.error(f"--n-best-list: N must be an integer, got {values[1]!r}")
-    if n < 1:
-        parser.error("--n-best-list: N must be >= 1")
-    return values[0], n, len(values) == 3
-
-
-def _read_input(path: str, max_words: int = 0) -> list[str]:
-    """The input sentences (strict UTF-8; an empty line is an empty sentence, translated as an empty line).
-
-    An empty file, or a line of more than ``max_words`` words (``0``: no limit), raises
-    :class:`nmt.data.io.DataError` naming the file (and line).
-    """
-    from nmt.data.io import DataError, iter_lines
-
-    if path in ("", "-"):
-        name = "<stdin>"
-        lines = [line.rstrip("\r\n") for line in sys.stdin]
-    else:
-        name = path
-        lines = list(iter_lines(path, allow_empty=True))
-        if not lines:
-            raise DataError(f"{path}: empty file: no sentence to translate")
-    if max_words > 0:
-        for k, line in enumerate(lines):
-            n = len(line.split())
-            if n > max_words:
-                raise DataError(name, k + 1, f"a sentence of {n} words, more than --max-sentence-length "
-                                             f"{max_words} (its search would take very long): split it, or raise "
-                                             "the limit (0 = none)")
-    return lines
-
-
-def run(cfg: DecodeConfig, nbest_spec: tuple[str, int, bool] | None = None) -> dict:
-    """Decode ``cfg.input`` to ``cfg.output`` (and the n-best list); returns the run's statistics."""
-    from tqdm import tqdm
-
-    from nmt.data.io import atomic_write
-    from nmt.errors import refuse_overwriting_inputs
-    from smt_features.decode.decoder import build_decoder, decode_corpus, search_options_from_config
-    from smt_features.model.moses_ini import (apply_weight_overrides, check_feature_files, parse_weight_string,
-                                        read_moses_ini)
-    from nmt.formats.nbest import format_nbest_line
-
-    # every check before the model is loaded, and nothing written before the end
-    outputs = {"--output": cfg.output, "--n-best-list": nbest_spec[0] if nbest_spec else None,
-               "--stats-json": cfg.stats_json or None}
-    refuse_overwriting_inputs(outputs, {"--input": cfg.input, "--config": cfg.config})
-    lines = _read_input(cfg.input, cfg.max_sentence_length)
-    t0 = time.perf_counter()
-    ini = read_moses_ini(cfg.config)
-    refuse_overwriting_inputs(outputs, {f"{name} (path= in --config)": path
-                                        for name, path in check_feature_files(ini).items()})
-    if cfg.weights_override:
-        apply_weight_overrides(ini, parse_weight_string(cfg.weights_override, "--weights-override"))
-    options = search_options_from_config(
-        ini, stack_size=cfg.stack, distortion_limit=cfg.distortion_limit, beam_threshold=cfg.beam_threshold,
-        early_discarding_threshold=cfg.early_discarding_threshold, max_phrase_length=cfg.max_phrase_length,
-        search=cfg.search)
-    decoder = build_decoder(ini, options=options, table_limit=cfg.table_limit)
-    load_s = time.perf_counter() - t0
-    print(f"[smt-decode] loaded {cfg.config} in {load_s:.1f} s: {len(decoder.table)} phrase pairs, "
-          f"features {', '.join(f.name for f in decoder.features)}; stack {options.stack_size}, "
-          f"distortion limit {options.distortion_limit}, table limit {decoder.tm.table_limit}, "
-          f"{cfg.threads} process(es), {decoder.search_kind} search", file=sys.stderr, flush=True)
-
-    n_best = nbest_spec[1] if nbest_spec else 0
-    distinct = nbest_spec[2] if nbest_spec else False
-    out_lines: list[str] = []
-    nbest_lines: list[str] = []
-    t1 = time.perf_counter()
-    bar = tqdm(total=len(lines), unit="sent", disable=not cfg.progress, file=sys.stderr, dynamic_ncols=True)
-    totals = {"expanded": 0, "created": 0, "recombined": 0, "discarded": 0, "pruned": 0, "lm_misses": 0}
-    for res in decode_corpus(decoder, lines, threads=cfg.threads, nbest=n_best, distinct=distinct):
-        out_lines.append(res.best.text)
-        for tr in res.nbest:
-            nbest_lines.append(format_nbest_line(res.sent_id, tr.tokens, decoder.nbest_features(tr.values),
-                                                 tr.score))
-        for k in totals:
-            totals[k] += res.stats.get(k, 0)
-        bar.update(1)
-    bar.close()
-    decode_s = time.perf_counter() - t1
-    if cfg.output in ("", "-"):
-        sys.stdout.write("".join(line + "\n" for line in out_lines))
-        sys.stdout.flush()
-    else:
-        with atomic_write(cfg.output) as fh:
-            fh.write("".join(line + "\n" for line in out_lines))
-    if nbest_spec:
-        with atomic_write(nbest_spec[0]) as fh:
-            fh.write("".join(line + "\n" for line in nbest_lines))
-    speed = len(lines) / decode_s if decode_s > 0 else float("inf")
-    stats = {"sentences": len(lines), "load_seconds": round(load_s, 3), "decode_seconds": round(decode_s, 3),
-             "sentences_per_second": round(speed, 3), "threads": cfg.threads,
-             "stack": options.stack_size, "distortion_limit": options.distortion_limit,
-             "table_limit": decoder.tm.table_limit, "beam_threshold": options.beam_threshold,
-             "early_discarding_threshold": options.early_discarding_threshold, "search": decoder.search_kind,
-             **totals}
-    print(f"[smt-decode] decoded {len(lines)} sentences in {decode_s:.1f} s ({speed:.2f} sentences/s, "
-          f"{cfg.threads} process(es), model loading excluded)", file=sys.stderr, flush=True)
-    if cfg.stats_json:
-        with atomic_write(cfg.stats_json) as fh:
-            fh.write(json.dumps(stats, indent=2) + "\n")
-    return stats
+from smt_features.decode.run import parse_decode_args, run
 
 
 @command("smt-decode")
 def cli_main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    cfg = nmt_config.build(DecodeConfig, args)
-    if not cfg.config:
-        parser.error("--config (a moses.ini) is required")
-    if cfg.threads < 1:
-        parser.error("--threads must be >= 1")
-    if cfg.max_sentence_length < 0:
-        parser.error("--max-sentence-length must be >= 0 (0 = no limit)")
-    spec = _nbest_spec(cfg.n_best_list, parser)
+    """Entry point of ``smt-decode``."""
+    cfg, nbest = parse_decode_args(argv, description=__doc__.split("\n\n")[0])
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    run(cfg, spec)
+    run(cfg, nbest)
     return 0
 
 

@@ -1,6 +1,7 @@
-"""The compiled search core of :class:`smt_features.decode.decoder.Decoder` (``SearchOptions.search``).
+"""The compiled search core of the decoder behind a public interface (``SearchOptions.search``).
 
-``smt_features/decode/csrc/search.cpp`` re-implements ``Decoder._search`` in C++ and
+``smt_features/decode/csrc/search.cpp`` re-implements the Python stack search
+(:mod:`smt_features.decode.stack_search`) in C++ and
 queries KenLM through its C++ API; it is built by ``third_party/build_search.sh``
 into ``smt_features/decode/_search*.so``. Results are identical to the Python search
 (same expansion order, pruning, recombination, LM caches and state numbering,
@@ -8,14 +9,14 @@ floating-point operations in the same order; ``tests/test_fast_search.py``
 compares both), so the Python search stays the reference and the fallback.
 
 Division of labour: Python still builds the translation options
-(``Decoder.collect_options`` — stateless features, future scores, score
+(``decoder.tables.collect_options`` — stateless features, future scores, score
 bounds, table limit, span order); each option is registered once with the
 core (its weighted stateless score, future score, bound, target word ids,
 model-side LM words and per-position LM bounds). Per sentence the core gets
 the option ids of every span and does the search — KenLM, distance
 distortion, stacks, recombination arcs and n-best extraction — and returns
 only the hypotheses on the best path and on the n-best paths, which
-:meth:`Decoder._path_translation` turns into :class:`Translation` objects as
+:meth:`Decoder.path_translation` turns into :class:`Translation` objects as
 before.
 
 ``search='auto'`` (default) uses the core when the extension imports and the
@@ -34,8 +35,8 @@ from pathlib import Path
 
 from nmt.errors import UsageError
 
-from smt_features.decode.decoder import (
-    H_ARCS, H_COV, H_SCORE, O_FUT, O_LMW, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult,
+from smt_features.decode.hypothesis import (
+    H_ARCS, H_COV, H_SCORE, O_FUT, O_LMW, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult, chain,
 )
 from smt_features.model.features import LN10, DistortionFeature, KenLMFeature
 
@@ -124,7 +125,7 @@ class FastSearch:
         paths = [_model_path(lm) for lm in decoder.lms]
         self.core = ext.Core(paths, LN10)
         self._check_models()
-        self._cache_ref = None
+        self._tables_ref = None
         self._reg: dict[int, int] = {}
         self._opts: list[tuple] = []
         self._warned_long = False
@@ -138,17 +139,20 @@ class FastSearch:
                 words.extend(tgt)
             if len(words) > 40:
                 break
+        import kenlm  # the LMs' scorers already imported it
+
         for li, lm in enumerate(self.decoder.lms):
-            if self.core.order(li) != int(lm._model.order):
+            model = lm.scorer.model
+            if self.core.order(li) != int(model.order):
                 raise ValueError(f"{lm.name}: order {self.core.order(li)} in the compiled core, "
-                                 f"{lm._model.order} in Python")
+                                 f"{model.order} in Python")
             lm_words = list(lm.lm_words(words))
             for begin in (True, False):
                 state = lm.begin_state() if begin else lm.null_state()
                 expected = []
                 for w in lm_words:
-                    out = lm._State()
-                    expected.append(lm._model.BaseScore(state, w, out))
+                    out = kenlm.State()
+                    expected.append(model.BaseScore(state, w, out))
                     state = out
                 got = self.core.probe(li, lm_words, begin)
                 if got != expected:
@@ -156,18 +160,18 @@ class FastSearch:
                                      f"differently from the Python kenlm model")
 
     def _sync(self) -> None:
-        """Forget registered options when the decoder rebuilt its option cache (``set_weights``)."""
-        cache = self.decoder._opt_cache
-        if cache is not self._cache_ref:
+        """Forget registered options when the decoder has new :class:`SearchTables` (``set_weights``)."""
+        tables = self.decoder.tables
+        if tables is not self._tables_ref:
             self.core.clear_options()
             self._reg = {}
             self._opts = []
-            self._cache_ref = cache
+            self._tables_ref = tables
 
     def _spans(self, words: list[str]) -> list[int]:
         """``[start, end, count, option ids…]`` per span, in ``collect_options`` order (registering new options)."""
         self._sync()
-        spans = self.decoder.collect_options(words)
+        spans = self.decoder.tables.collect_options(words)
         reg = self._reg
         get = reg.get
         opts = self._opts
@@ -187,16 +191,17 @@ class FastSearch:
             try:
                 self.core.add_options(new)
             except BaseException:
-                self._cache_ref = None  # start over next time
+                self._tables_ref = None  # start over next time
                 raise
         return flat
 
     def _run(self, words: list[str], keep_arcs: bool, nbest: int, distinct: bool, graph: bool):
-        dec = self.decoder
-        o = dec.options
+        o = self.decoder.options
         max_paths = nbest * max(1, o.nbest_factor) if distinct else nbest
-        return self.core.search(len(words), self._spans(words), o.stack_size, o.beam_width,
-                                o.early_discarding_width, o.distortion_limit, dec._w_dist, tuple(dec._w_lms),
+        spans = self._spans(words)  # first: may install new tables
+        tables = self.decoder.tables
+        return self.core.search(len(words), spans, o.stack_size, o.beam_width,
+                                o.early_discarding_width, o.distortion_limit, tables.w_dist, tuple(tables.w_lms),
                                 keep_arcs, nbest, distinct, max_paths, graph)
 
     def _supported_length(self, n: int) -> bool:
@@ -211,7 +216,7 @@ class FastSearch:
         return True
 
     def _build(self, nodes: list[tuple], arcs: bool) -> list[list]:
-        """Hypothesis lists (the ``H_*`` layout of :mod:`smt_features.decode.decoder`) from the core's nodes."""
+        """Hypothesis lists (the ``H_*`` layout of :mod:`smt_features.decode.hypothesis`) from the core's nodes."""
         opts = self._opts
         hs: list[list] = []
         append = hs.append
@@ -230,21 +235,21 @@ class FastSearch:
 
     # ------------------------------------------------------------------ entry points
     def search(self, words: list[str], keep_arcs: bool):
-        """As ``Decoder._search``: ``(best final hypothesis or None, stats)``, with
-        ``decoder._final_hyps`` and every hypothesis reachable from it (arcs included)."""
+        """As :meth:`Decoder.python_search`: ``(best final hypothesis or None, stats)``, with
+        ``decoder.final_hyps`` and every hypothesis reachable from it (arcs included)."""
         dec = self.decoder
         if not self._supported_length(len(words)):
-            return dec._search(words, keep_arcs)
-        dec._final_hyps = []
+            return dec.python_search(words, keep_arcs)
+        dec.final_hyps = []
         status, nodes, finals, _, st = self._run(words, keep_arcs, 0, False, True)
         if status == _EMPTY_FINALS:  # nothing survives the last stack: Python fails the same way
-            return dec._search(words, keep_arcs)
+            return dec.python_search(words, keep_arcs)
         stats = dict(zip(STAT_KEYS, st))
         if status == _NO_HYPOTHESIS:
             return None, stats
         hs = self._build(nodes, arcs=True)
-        dec._final_hyps = [hs[i] for i in finals]
-        return dec._final_hyps[0], stats
+        dec.final_hyps = [hs[i] for i in finals]
+        return dec.final_hyps[0], stats
 
     def decode(self, words: list[str], nbest: int = 0, distinct: bool = False,
                sent_id: int = 0) -> DecodeResult | None:
@@ -258,12 +263,12 @@ class FastSearch:
             return None
         stats = dict(zip(STAT_KEYS, st))
         if status == _NO_HYPOTHESIS:
-            result = DecodeResult(sent_id, dec._empty_translation(False), [], 0.0, stats)
+            result = DecodeResult(sent_id, dec.empty_translation(False), [], 0.0, stats)
         else:
             hs = self._build(nodes, arcs=False)
             final = hs[finals[0]]
-            result = DecodeResult(sent_id, dec._path_translation(dec._chain(final), final[H_SCORE]), [], 0.0, stats)
+            result = DecodeResult(sent_id, dec.path_translation(chain(final), final[H_SCORE]), [], 0.0, stats)
             if nbest > 0:
-                result.nbest = [dec._path_translation([hs[i] for i in path], score) for score, path in paths]
+                result.nbest = [dec.path_translation([hs[i] for i in path], score) for score, path in paths]
         result.seconds = time.perf_counter() - t0
         return result

@@ -114,7 +114,7 @@ class PhraseTableFeature(Feature):
 
     The number of values is the number of score columns of the table
     (Moses's ``num-features``); the table itself is held by the decoder's
-    :class:`smt_features.decode.decoder.PhraseTable`.
+    :class:`smt_features.decode.table.PhraseTable`.
     """
 
     kind = "PhraseDictionaryMemory"

@@ -153,7 +153,7 @@ class Workspace:
         path = self.inputs / "decode.nbest"
         if not path.exists():
             one_best = self.inputs / "decode.1best"
-            rc = cli_main(["--config", str(self.moses_ini), "--input", str(self.decode_input), "--output",
+            rc = cli_main(["--moses-ini", str(self.moses_ini), "--input", str(self.decode_input), "--output",
                            str(one_best), "--n-best-list", str(path), "3", "--progress", "false"])
             assert rc == 0, "probe workspace: smt-decode failed"
         return path

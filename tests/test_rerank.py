@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import refused
 
+from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R
 from smt_features.cli.rerank import cli_main as rerank_main
 from nmt.formats.nbest import NBestEntry, NBestError, read_nbest
@@ -179,7 +180,7 @@ def test_mert_weights_reorder_the_list(tmp_path: Path) -> None:
     one = tmp_path / "one.txt"
     assert rerank_main(["--nbest", str(nb), "--tune", "--ref", str(ref), "--weights", str(init), "--weights-out",
                         str(w), "--output", str(out), "--one-best", str(one), "--restarts", "2"]) == 0
-    weights = R.read_weights(w)
+    weights = Weights.read(w)
     assert set(weights) == {"LM0", "GOOD0"} and weights["GOOD0"][0] > 0
     assert one.read_text().splitlines() == ref.read_text().splitlines()
     # applying the written weights again gives the same 1-best; totals are Σ λ·h
@@ -203,21 +204,21 @@ def test_drop_leaves_a_feature_out_of_tuning_and_output(tmp_path: Path, capsys) 
     assert rerank_main(["--nbest", str(nb), "--drop", "GOOD0", "--tune", "--ref", str(ref), "--weights", str(init),
                         "--weights-out", str(w), "--output", str(out), "--one-best", str(one),
                         "--restarts", "2"]) == 0
-    assert set(R.read_weights(w)) == {"LM0"}
+    assert set(Weights.read(w)) == {"LM0"}
     assert all("GOOD0" not in e.feature_dict() for es in read_nbest(out).values() for e in es)
     assert one.read_text().splitlines() != ref.read_text().splitlines()
     assert refused(capsys, "cannot drop NOPE0", rerank_main(["--nbest", str(nb), "--drop", "NOPE0", "--output", str(out)]))
 
 
 def test_weights_file_round_trip_and_errors(tmp_path: Path) -> None:
-    text = R.format_weights({"LM0": [0.5], "TM0": [0.1, -0.2]}, "comment")
+    text = Weights({"LM0": [0.5], "TM0": [0.1, -0.2]}).ini_text("comment")
     p = tmp_path / "w.ini"
     p.write_text("[feature]\nKENLM name=LM0\n" + text, encoding="utf-8")
-    assert R.read_weights(p) == {"LM0": [0.5], "TM0": [0.1, -0.2]}
+    assert Weights.read(p) == {"LM0": [0.5], "TM0": [0.1, -0.2]}
     e = NBestEntry(0, ["a"], [("LM0", [2.0]), ("TM0", [1.0, 1.0])], 0.0)
-    assert R.weighted_total(e, R.read_weights(p)) == pytest.approx(1.0 - 0.1)
+    assert Weights.read(p).total(e) == pytest.approx(1.0 - 0.1)
     with pytest.raises(ValueError, match="no weight for feature X"):
-        R.weighted_total(NBestEntry(0, ["a"], [("X", [1.0])], 0.0), {"LM0": [1.0]})
+        Weights({"LM0": [1.0]}).total(NBestEntry(0, ["a"], [("X", [1.0])], 0.0))
     with pytest.raises(ValueError, match="NAME=PATH"):
         R.parse_named("nopath")
     with pytest.raises(NBestError):

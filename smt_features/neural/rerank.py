@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nmt.formats.nbest import NBestEntry, NBestError
+from smt_features.model.weights import Weights, layout_of
 
 # a batch scorer: list of tokenized hypotheses -> one ln p per hypothesis
 LMScoreFn = Callable[[Sequence[Sequence[str]]], list[float]]
@@ -57,19 +58,10 @@ def _batched(items: Sequence, batch_size: int) -> Iterable[Sequence]:
 def neural_lm_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int = 256,
                      max_tokens: int = 4000, device: str = "cpu") -> LMScoreFn:
     """ln p(hyp incl. </s>) under an ``nmt-lm-train`` model, each hypothesis from a fresh state."""
-    from nmt.lm_data import encode_all, load_language_model, sentence_token_logprobs
+    from nmt.scoring import LMScorer
 
-    loaded = load_language_model(model_dir, which=which, device=device)
-
-    def score(hyps: Sequence[Sequence[str]]) -> list[float]:
-        out: list[float] = []
-        for chunk in _batched(hyps, batch_size):
-            lps = sentence_token_logprobs(loaded.model, encode_all(loaded.vocab, [list(h) for h in chunk]),
-                                          start=loaded.start, max_tokens=max_tokens)
-            out.extend(math.fsum(lp.tolist()) for lp in lps)
-        return out
-
-    return score
+    return LMScorer.load(model_dir, which=which, device=device, batch_size=batch_size,
+                         max_tokens=max_tokens).score_sentences
 
 
 def kenlm_scorer(path: str | Path, map_unk: str | None = "auto") -> LMScoreFn:
@@ -98,26 +90,9 @@ def kenlm_scorer(path: str | Path, map_unk: str | None = "auto") -> LMScoreFn:
 def encdec_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int = 256, max_tokens: int = 4000,
                   device: str = "cpu") -> PairScoreFn:
     """ln p(hyp | src) incl. </s> under an ``nmt-train`` encoder–decoder (``PairScorer``)."""
-    from nmt.model_io import load_translation_model
     from nmt.scoring import PairScorer
 
-    loaded = load_translation_model(model_dir, which=which, device=device)
-    scorer = PairScorer(loaded.model, loaded.src_vocab, loaded.tgt_vocab, max_tokens=max_tokens, device=device)
-
-    def score_empty(srcs: Sequence[Sequence[str]]) -> list[float]:
-        # ln p(</s> | src) for empty hypotheses (the engine refuses an empty side): teacher-forced pass
-        import torch
-
-        from nmt.data.batching import pair_batch
-
-        out: list[float] = []
-        for chunk in _batched(srcs, batch_size):
-            b = pair_batch([loaded.src_vocab.encode(list(s)) for s in chunk], [[] for _ in chunk])
-            with torch.no_grad():
-                lp = loaded.model.pair_log_probs(b["src"].to(device), b["tgt_in"].to(device),
-                                                 b["tgt_out"].to(device))
-            out.extend(float(x) for x in lp.double().cpu().tolist())
-        return out
+    scorer = PairScorer.load(model_dir, which=which, device=device, max_tokens=max_tokens)
 
     def score(srcs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> list[float]:
         if any(not s for s in srcs):
@@ -129,7 +104,8 @@ def encdec_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int
             res = scorer.score_pairs([list(srcs[i]) for i in chunk], [list(hyps[i]) for i in chunk])
             for i, r in zip(chunk, res):
                 out[i] = r.log_prob
-        for i, v in zip(empty, score_empty([srcs[i] for i in empty]) if empty else []):
+        # ln p(</s> | src) for empty hypotheses (score_pairs refuses an empty side)
+        for i, v in zip(empty, scorer.empty_target_log_probs([srcs[i] for i in empty], batch_size) if empty else []):
             out[i] = v
         return out  # type: ignore[return-value]
 
@@ -186,6 +162,7 @@ def add_features(entries: Sequence[NBestEntry], values: Mapping[str, Sequence[fl
     Totals: recomputed as ``Σ λ·h`` when ``weights`` is given, else left as they were.
     """
     out = []
+    w = Weights(weights) if weights is not None else None
     for i, e in enumerate(entries):
         existing = {n for n, _ in e.features}
         clash = existing & set(values)
@@ -193,91 +170,13 @@ def add_features(entries: Sequence[NBestEntry], values: Mapping[str, Sequence[fl
             raise NBestError("<n-best>", e.line_no, f"feature(s) {sorted(clash)} already in the n-best list")
         feats = [(n, list(v)) for n, v in e.features] + [(n, [float(vals[i])]) for n, vals in values.items()]
         ne = NBestEntry(e.sent_id, list(e.tokens), feats, e.total, list(e.extra), e.line_no)
-        if weights is not None:
-            ne.total = weighted_total(ne, weights)
+        if w is not None:
+            ne.total = w.total(ne)
         out.append(ne)
     return out
 
 
-# ------------------------------------------------------------------------------------- weights
-
-def weighted_total(entry: NBestEntry, weights: Mapping[str, Sequence[float]]) -> float:
-    """``Σ λ·h`` over the entry's feature groups; every group needs weights of the same size."""
-    total = 0.0
-    for name, vals in entry.features:
-        if name not in weights:
-            raise ValueError(f"no weight for feature {name} (weights given for: {' '.join(weights)})")
-        w = weights[name]
-        if len(w) != len(vals):
-            raise ValueError(f"feature {name} has {len(vals)} value(s) but {len(w)} weight(s)")
-        total += math.fsum(a * b for a, b in zip(w, vals))
-    return total
-
-
-def read_weights(path: str | Path) -> dict[str, list[float]]:
-    """Weights from a moses.ini-style file: ``Name= v …`` lines (a ``[weight]`` header, other sections,
-    blank lines and ``#`` comments are allowed; only the ``[weight]`` section is read when there are sections)."""
-    from smt_features.model.moses_ini import MosesIniError, parse_weight_tokens
-
-    from nmt.data.io import iter_lines
-
-    out: dict[str, list[float]] = {}
-    section: str | None = None
-    for line_no, raw in enumerate(iter_lines(path, allow_empty=True), start=1):  # strict UTF-8: FILE:LINE
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
-            continue
-        if section not in (None, "weight"):
-            continue
-        for name, vals in parse_weight_tokens(line.split(), str(path), line_no).items():
-            if name in out:
-                raise MosesIniError(str(path), line_no, f"weights for {name} given twice")
-            out[name] = vals
-    if not out:
-        raise MosesIniError(str(path), None, "no 'Name= value' weight lines found")
-    return out
-
-
-def format_weights(weights: Mapping[str, Sequence[float]], comment: str = "") -> str:
-    """moses.ini ``[weight]`` section text."""
-    from smt_features.model.moses_ini import format_weight_line
-
-    lines = [f"# {c}" for c in comment.splitlines()] if comment else []
-    lines.append("[weight]")
-    lines.extend(format_weight_line(n, list(v)) for n, v in weights.items())
-    return "\n".join(lines) + "\n"
-
-
-def group_weights(flat: Mapping[str, float], layout: Sequence[tuple[str, int]]) -> dict[str, list[float]]:
-    """MERT's value names (``TM0_0`` …) back to groups ``{"TM0": [..]}`` in the n-best layout."""
-    out: dict[str, list[float]] = {}
-    for name, k in layout:
-        out[name] = [float(flat[name])] if k == 1 else [float(flat[f"{name}_{i}"]) for i in range(k)]
-    return out
-
-
-def flat_weights(weights: Mapping[str, Sequence[float]], layout: Sequence[tuple[str, int]],
-                 default: float | None = None) -> dict[str, float]:
-    """Groups → MERT value names; a group missing from ``weights`` gets ``default`` (or raises)."""
-    out: dict[str, float] = {}
-    for name, k in layout:
-        if name in weights:
-            w = list(weights[name])
-            if len(w) != k:
-                raise ValueError(f"feature {name} has {k} value(s) but {len(w)} weight(s)")
-        elif default is not None:
-            w = [default] * k
-        else:
-            raise ValueError(f"no weight for feature {name}")
-        if k == 1:
-            out[name] = float(w[0])
-        else:
-            out.update({f"{name}_{i}": float(x) for i, x in enumerate(w)})
-    return out
-
+# ------------------------------------------------------------------------------------- n-best lists
 
 def drop_features(entries: Sequence[NBestEntry], names: Sequence[str], where: str = "<n-best>"
                   ) -> list[NBestEntry]:
@@ -310,14 +209,14 @@ def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_senten
     lists: list[list[NBestEntry]] = [[] for _ in range(n)]
     for e in entries:
         lists[e.sent_id].append(e)
-    layout = [(name, len(v)) for name, v in entries[0].features]
+    layout = layout_of(entries[0].features)
     dim = sum(k for _, k in layout)
-    init_flat = flat_weights(init, layout, default=0.0) if init is not None else flat_weights(
-        {}, layout, default=1.0 / dim)
+    init_flat = Weights(init).to_flat(layout, default=0.0) if init is not None else Weights().to_flat(
+        layout, default=1.0 / dim)
     keep = [i for i in range(n) if lists[i]]
     weights, bleu = optimise([lists[i] for i in keep], [references[i] for i in keep], init_flat,
                              restarts=restarts, seed=seed)
-    return group_weights(weights, layout), float(bleu)  # type: ignore[arg-type]
+    return Weights.from_flat(weights, layout), float(bleu)  # type: ignore[arg-type]
 
 
 def one_best(entries: Sequence[NBestEntry], num_sentences: int | None = None,
@@ -326,8 +225,9 @@ def one_best(entries: Sequence[NBestEntry], num_sentences: int | None = None,
     ties go to the earliest line; ``None`` for an id without hypotheses."""
     n = num_sentences if num_sentences is not None else (max((e.sent_id for e in entries), default=-1) + 1)
     best: list[tuple[float, NBestEntry] | None] = [None] * n
+    w = Weights(weights) if weights is not None else None
     for e in entries:
-        score = weighted_total(e, weights) if weights is not None else e.total
+        score = w.total(e) if w is not None else e.total
         cur = best[e.sent_id]
         if cur is None or score > cur[0]:
             best[e.sent_id] = (score, e)

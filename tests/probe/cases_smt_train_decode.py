@@ -196,7 +196,7 @@ def _decode_cases() -> None:
     outs = lambda ws: [out(ws), nbest(ws)]  # noqa: E731
 
     def args(ws, ini=None, src=None, *extra):
-        return ["--config", str(ini or ws.moses_ini), "--input", str(src or ws.decode_input), "--output",
+        return ["--moses-ini", str(ini or ws.moses_ini), "--input", str(src or ws.decode_input), "--output",
                 str(out(ws)), "--n-best-list", str(nbest(ws)), "2", "--progress", "false", *extra]
 
     for label, content, line in [
@@ -274,7 +274,7 @@ def _decode_cases() -> None:
     for fault, output, nbest_list, named in same_file:
         def argv(ws, output=output, nbest_list=nbest_list):
             extra = ["--n-best-list", str(nbest_list(ws)), "2"] if nbest_list else []
-            return ["--config", str(ws.moses_ini), "--input", str(ws.decode_input), "--output", str(output(ws)),
+            return ["--moses-ini", str(ws.moses_ini), "--input", str(ws.decode_input), "--output", str(output(ws)),
                     *extra, "--progress", "false"]
         CASES.append(Case(prog, fault, argv, where=lambda ws, named=named: (named, None), outputs=outs))
 
@@ -286,7 +286,7 @@ def _tune_cases() -> None:
     work = lambda ws: ws.output("tune")  # noqa: E731
 
     def args(ws, ini=None, src=None, ref=None, work_dir=None):
-        return ["--config", str(ini or ws.moses_ini), "--dev-src", str(src or ws.decode_input),
+        return ["--moses-ini", str(ini or ws.moses_ini), "--dev-src", str(src or ws.decode_input),
                 "--dev-ref", str(ref or ws.decode_ref), "--work-dir", str(work_dir or work(ws)), "--nbest", "3",
                 "--max-iterations", "1", "--restarts", "0", "--threads", "1", "--decoder-flags=--progress false"]
 

@@ -1,0 +1,155 @@
+"""The ``smt-rerank`` run: read an n-best list, add neural / KenLM features, tune or apply weights, write.
+
+What the features are: :mod:`smt_features.neural.rerank`; the weights file: Moses's ``[weight]``
+text (:class:`smt_features.model.weights.Weights`).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from nmt import config as C
+from nmt.data.io import DataError, atomic_write, read_lines
+from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.formats.nbest import NBestEntry, iter_nbest, write_nbest
+from nmt.paths import resolve_checkpoint
+from nmt.scoring import naming_checkpoint
+from smt_features.model.weights import Weights
+from smt_features.neural import rerank as R
+
+
+@dataclass
+class RerankConfig:
+    nbest: str = C.field("", help="Moses n-best list (plain or .gz)", required=True)
+    src: str = C.field("", help="tokenized source sentences, line i = n-best id i (needed for --encdec; "
+                                "when given, ids are checked against it)")
+    output: str = C.field("", help="n-best list with the new features appended ('' = none written)")
+    lm: list[str] = C.field([], help="neural LMs (nmt-lm-train model folders) as NAME=DIR ...")
+    kenlm: list[str] = C.field([], help="KenLM models (ARPA or binary) as NAME=PATH ...")
+    encdec: list[str] = C.field([], help="encoder–decoders (nmt-train model folders) as NAME=DIR ...")
+    checkpoint: str = C.field("auto", help="which checkpoint of the model folders: best, last or auto")
+    batch_size: int = C.field(256, help="hypotheses per scoring call")
+    max_tokens: int = C.field(4000, help="padded tokens per forward pass inside a scoring call")
+    threads: int = C.field(2, help="torch intra-op threads")
+    drop: list[str] = C.field([], help="feature groups of the n-best list to leave out (not tuned, not written): "
+                                       "one enriched list serves systems with fewer features")
+    weights: str = C.field("", help="moses.ini-style weight file ('Name= v ...' lines) to apply: totals "
+                                    "recomputed, --one-best written; with --tune the starting point")
+    tune: bool = C.field(False, help="run MERT over all features (needs --ref)")
+    ref: str = C.field("", help="tokenized reference, one line per source sentence (for --tune)")
+    weights_out: str = C.field("", help="where --tune writes the weights (default: OUTPUT.weights, "
+                                        "or NBEST.weights)")
+    restarts: int = C.field(20, help="MERT random restarts")
+    seed: int = C.field(1, help="MERT random seed")
+    one_best: str = C.field("", help="reranked 1-best (tokenized), one line per sentence")
+    precision: int = C.field(6, help="significant digits of the numbers written (Moses: 6)")
+
+
+_MULTI = ("--lm", "--kenlm", "--encdec")
+
+
+def check_repeats(argv: list[str]) -> None:
+    """Refuse a model flag given twice (argparse would keep only the last list)."""
+    for flag in _MULTI:
+        if sum(1 for a in argv if a == flag or a.startswith(flag + "=")) > 1:
+            raise SystemExit(f"smt-rerank: {flag} given more than once; list the models after one flag "
+                             f"({flag} A=path1 B=path2)")
+
+
+def _weights_out(cfg: RerankConfig) -> str:
+    return cfg.weights_out or ((cfg.output or cfg.nbest) + ".weights")
+
+
+def check_paths(cfg: RerankConfig) -> None:
+    """Refuse, before anything is read or written, an output that is an input (or another output)."""
+    outputs = {"--output": cfg.output or None, "--one-best": cfg.one_best or None,
+               "--weights-out": _weights_out(cfg) if cfg.tune else None}
+    inputs: dict[str, str | None] = {"--nbest": cfg.nbest, "--src": cfg.src or None, "--ref": cfg.ref or None,
+                                     "--weights": cfg.weights or None}
+    for kind, items in (("--lm", cfg.lm), ("--kenlm", cfg.kenlm), ("--encdec", cfg.encdec)):
+        for item in items:
+            name, path = R.parse_named(item, kind)
+            inputs[f"{kind} {name}"] = path
+    refuse_overwriting_inputs(outputs, inputs)
+
+
+def load_model(path: str, which: str, build):
+    """``build()`` with a vocabulary/checkpoint mismatch reported as ``CHECKPOINT: ...``."""
+    with naming_checkpoint(resolve_checkpoint(path, which)):
+        return build()
+
+
+def run(cfg: RerankConfig) -> dict:
+    """Read the n-best list, add the features, tune and/or apply weights, write what was asked for."""
+    if not (cfg.output or cfg.one_best or cfg.tune):
+        raise UsageError("nothing to do: give --output, --one-best and/or --tune")
+    if cfg.tune and not cfg.ref:
+        raise UsageError("--tune needs --ref")
+    if cfg.encdec and not cfg.src:
+        raise UsageError("--encdec needs --src (the source sentence of each n-best id)")
+    check_paths(cfg)
+    entries = list(iter_nbest(cfg.nbest))
+    if not entries:
+        raise UsageError(f"{cfg.nbest}: empty n-best list")
+    sources = None
+    num = max(e.sent_id for e in entries) + 1
+    if cfg.src:
+        sources = [line.split() for line in read_lines(cfg.src, allow_empty=True)]
+        R.check_ids(entries, len(sources), cfg.nbest)
+        num = len(sources)
+
+    specs: list[R.FeatureSpec] = []
+    seen: set[str] = {n for n, _ in entries[0].features}
+    for kind, items in (("lm", cfg.lm), ("kenlm", cfg.kenlm), ("encdec", cfg.encdec)):
+        for item in items:
+            name, path = R.parse_named(item, f"--{kind}")
+            if name in seen:
+                raise ValueError(f"--{kind}: feature name {name} is already used (n-best or another model)")
+            seen.add(name)
+            if kind == "lm":
+                specs.append(R.FeatureSpec(name, lm=load_model(path, cfg.checkpoint, lambda: R.neural_lm_scorer(
+                    path, which=cfg.checkpoint, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens))))
+            elif kind == "kenlm":
+                specs.append(R.FeatureSpec(name, lm=R.kenlm_scorer(path)))
+            else:
+                specs.append(R.FeatureSpec(name, pair=load_model(path, cfg.checkpoint, lambda: R.encdec_scorer(
+                    path, which=cfg.checkpoint, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens))))
+    values = R.compute_features(entries, specs, sources)
+    entries = R.add_features(entries, values)
+    if cfg.drop:
+        entries = R.drop_features(entries, cfg.drop, cfg.nbest)
+
+    weights = Weights.read(cfg.weights) if cfg.weights else None
+    summary: dict = {"sentences": num, "hypotheses": len(entries), "new_features": [s.name for s in specs],
+                     "dropped": list(cfg.drop)}
+    if cfg.tune:
+        refs = read_lines(cfg.ref, allow_empty=True)
+        if len(refs) < num:
+            raise DataError(cfg.ref, len(refs) + 1, f"{len(refs)} reference line(s) for {num} sentence(s)")
+        weights, bleu = R.tune(entries, refs, num_sentences=num, init=weights, restarts=cfg.restarts,
+                               seed=cfg.seed)
+        out_w = _weights_out(cfg)
+        with atomic_write(out_w) as fh:
+            fh.write(Weights(weights).ini_text(f"smt-rerank --tune on {cfg.nbest}: tokenized n-best BLEU "
+                                                 f"{bleu:.2f}"))
+        summary.update(tuned_bleu=bleu, weights_file=out_w)
+        print(f"smt-rerank: MERT BLEU {bleu:.2f} (tokenized, on the n-best list); weights -> {out_w}",
+              file=sys.stderr)
+    if weights is not None:
+        w = Weights(weights)
+        entries = [NBestEntry(e.sent_id, e.tokens, e.features, w.total(e), e.extra, e.line_no) for e in entries]
+    if cfg.output:
+        with atomic_write(cfg.output) as fh:
+            write_nbest(fh, entries, precision=cfg.precision)
+    if cfg.one_best:
+        if weights is None:
+            raise ValueError("--one-best needs --weights or --tune (the input totals do not weigh the new "
+                             "features)")
+        best = R.one_best(entries, num)
+        missing = sum(1 for b in best if b is None)
+        if missing:
+            print(f"smt-rerank: {missing} sentence(s) without hypotheses: empty lines", file=sys.stderr)
+        with atomic_write(cfg.one_best) as fh:
+            fh.write("".join(" ".join(b or []) + "\n" for b in best))
+    summary["output"] = cfg.output
+    return summary

@@ -8,7 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smt_features.report import build as REP
+from smt_features.report.build import build_report
+from smt_features.report.figures import rmn_attention
+from smt_features.report.phrase_map import phrase_summaries
+from smt_features.report.projection import pca_2d, tsne_2d
 from smt_features.cli.report import cli_main as report_main
 
 SIG = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0"
@@ -93,7 +96,7 @@ def test_examples_section_lists_each_system(tmp_path: Path) -> None:
         {"id": 7, "source": "a dog .", "reference": "Un chien.", "outputs": {"Baseline": "Un chat.",
                                                                              "+all": "Un chien."}}]}),
         encoding="utf-8")
-    paths = REP.build_report(exp, tmp_path / "out")
+    paths = build_report(exp, tmp_path / "out")
     md = paths["md"].read_text(encoding="utf-8")
     assert "## Translation examples" in md and "| 7 | source | a dog . |" in md and "|  | +all | Un chien. |" in md
     assert "<td class=\"t\">+all</td><td class=\"t\">Un chien.</td>" in paths["html"].read_text(encoding="utf-8")
@@ -102,7 +105,7 @@ def test_examples_section_lists_each_system(tmp_path: Path) -> None:
 def test_report_of_an_empty_folder_has_notes(tmp_path: Path) -> None:
     exp = tmp_path / "empty"
     exp.mkdir()
-    paths = REP.build_report(exp, tmp_path / "out")
+    paths = build_report(exp, tmp_path / "out")
     md = paths["md"].read_text(encoding="utf-8")
     assert "No BLEU results" in md and "No perplexity results" in md and "No training histories" in md
     assert "<img" not in paths["html"].read_text(encoding="utf-8")
@@ -111,7 +114,7 @@ def test_report_of_an_empty_folder_has_notes(tmp_path: Path) -> None:
 def test_pca_2d() -> None:
     rng = np.random.default_rng(0)
     x = np.outer(rng.normal(size=20), [3.0, 0, 0, 0]) + 0.01 * rng.normal(size=(20, 4))
-    pts, ratios = REP.pca_2d(x)
+    pts, ratios = pca_2d(x)
     assert pts.shape == (20, 2) and ratios[0] > 0.99
     assert np.allclose(np.abs(pts[:, 0]), np.abs(x[:, 0] - x[:, 0].mean()), atol=0.1)
 
@@ -139,7 +142,7 @@ def test_phrase_map_with_a_tiny_model(tmp_path: Path) -> None:
     assert report_main(["--experiment-dir", str(exp), "--out", str(out2), "--phrase-model", str(model),
                         "--projection", "tsne"]) == 0
     assert "t-SNE" in (out2 / "report.md").read_text(encoding="utf-8") and (out2 / "phrase_map.png").is_file()
-    c = REP.phrase_summaries(model, [["s1", "s2"], ["s3"]])
+    c = phrase_summaries(model, [["s1", "s2"], ["s3"]])
     assert c.shape[0] == 2 and np.all(np.abs(c) <= 1)
 
 
@@ -155,7 +158,7 @@ def test_rmn_attention_figures(tmp_path: Path) -> None:
     assert lm_train(["--train", str(text), "--valid", str(text), "--arch", "rm", "--memory-size", "3", "--emb-dim", "8",
                      "--hidden-dim", "8", "--out-dir", str(lm), "--threads", "1", "--progress", "false",
                      "--max-updates", "2", "--batch-size", "8"]) == 0
-    arr, labels = REP.rmn_attention(lm, ["w1", "w2", "w3", "w4"])
+    arr, labels = rmn_attention(lm, ["w1", "w2", "w3", "w4"])
     assert arr.shape == (5, 3) and labels == ["<s>", "w1", "w2", "w3", "w4"]
     assert np.allclose(arr.sum(axis=1), 1.0, atol=1e-5)
     sents = tmp_path / "sents.txt"
@@ -173,12 +176,12 @@ def test_rmn_attention_figures(tmp_path: Path) -> None:
 def test_tsne_separates_clusters() -> None:
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.normal(size=(15, 5)), rng.normal(size=(15, 5)) + 20.0])
-    y = REP.tsne_2d(x, iterations=300)
+    y = tsne_2d(x, iterations=300)
     assert y.shape == (30, 2) and np.all(np.isfinite(y))
     a, b = y[:15], y[15:]
     within = max(np.linalg.norm(a - a.mean(0), axis=1).max(), np.linalg.norm(b - b.mean(0), axis=1).max())
     assert np.linalg.norm(a.mean(0) - b.mean(0)) > 2 * within
-    assert np.array_equal(y, REP.tsne_2d(x, iterations=300))  # deterministic
+    assert np.array_equal(y, tsne_2d(x, iterations=300))  # deterministic
 
 
 def test_screenshot_in_headless_chromium(tmp_path: Path) -> None:

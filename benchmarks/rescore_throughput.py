@@ -55,7 +55,7 @@ import torch  # noqa: E402
 
 from nmt.model_io import load_translation_model  # noqa: E402
 from nmt.rescoring_engine import RescoringEngine, flops_per_pair  # noqa: E402
-from nmt.formats.phrase_table import iter_phrase_table  # noqa: E402
+from nmt.formats.phrase_table_reader import iter_phrase_table  # noqa: E402
 from smt_features.neural.rescore import RescoreConfig, TableLines, make_plan, read_windows, rescore_table, \
     resolve_checkpoint
 

@@ -69,7 +69,7 @@ def unique_phrase_pairs(table_path: str) -> list[tuple[list[str], list[str]]]:
 
     Read with the strict phrase-table reader: a malformed line stops with its line number.
     """
-    from nmt.formats.phrase_table import iter_phrase_table
+    from nmt.formats.phrase_table_reader import iter_phrase_table
 
     seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     pairs = []

@@ -54,7 +54,7 @@ def test_dry_run_prints_every_stage_and_runs_nothing(tmp_path):
     for n in range(1, 11):
         assert f"== {n}. " in out
     cfg = RECIPE / "config.yaml"
-    rescore = [line for line in out.splitlines() if "recipes/multi30k_enfr/rnn_rescore.sh" in line]
+    rescore = [line for line in out.splitlines() if "recipes/lib/rnn_rescore.sh" in line]
     assert len(rescore) == 1 and rescore[0].startswith("+ bash ")
     assert f"--config {cfg} --dev newstest2012-2013 --tests newstest2014" in rescore[0]
     assert f"--smt-work {work}/smt --work {work}/rnn --model {work}/rnn/phrase_model" in rescore[0]

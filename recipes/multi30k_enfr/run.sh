@@ -5,12 +5,10 @@
 #   recipes/multi30k_enfr/run.sh --table [--quick] [--mert-runs N] [--threads N] [--work DIR]
 # --table: the experiment table of the phrase-based system instead (Baseline, +RNN, +RNN+WP, +LSTM-LM,
 #   +RMN-LM, +Mogrifier-LM, +all; val and both test sets; mean ± sd over MERT runs): smt_baseline.sh →
-#   rnn_rescore.sh → lm_rerank.sh, then the report (report.md, report.html, PNGs) in WORK/report
+#   rnn_rescore.sh → lm_rerank.sh (table.sh), then the report (report.md, report.html, PNGs) in WORK/report
 #   (default WORK: work/multi30k_table[_quick]).
 # Data: $MT_DATA (default ../shared/data beside the repository).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/../lib/common.sh"
 quick=0
 work=""
 train_section=""
@@ -27,18 +25,16 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift ;;
     --train-section) train_section=$2; shift ;;
     --) shift; train_extra=("$@"); break ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
   shift
 done
-export MT_DATA=${MT_DATA:-$root/../shared/data}
 suffix=$([ $quick = 1 ] && echo _quick || true)
 if [ $table = 1 ]; then
-  exec bash "$here/table.sh" $([ $quick = 1 ] && echo --quick || true) --mert-runs "$runs" --threads "$threads" \
+  exec bash "$here/table.sh" $(quick_flag $quick) --mert-runs "$runs" --threads "$threads" \
     ${work:+--work "$work"}
 fi
 work=${work:-$root/work/multi30k_enfr$suffix}
-bin=${BIN:-$root/.venv/bin}
 cfg=$here/config.yaml
 train_section=${train_section:-$([ $quick = 1 ] && echo train_quick || echo train)}
 mkdir -p "$work"

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# The Multi30k En→Fr experiment table and its report (run.sh --table calls this):
-#   smt_baseline.sh → rnn_rescore.sh → lm_rerank.sh (each reused if done) → smt-report.
+# The Multi30k En→Fr experiment table and its report (run.sh --table calls this), one stage after the other
+# (each reuses its finished steps): recipes/lib/smt_baseline.sh (Baseline) → recipes/lib/rnn_rescore.sh
+# (+RNN, +RNN+WP) → lm_rerank.sh (the neural LM rows) → smt-report.
 #   recipes/multi30k_enfr/table.sh [--quick] [--mert-runs N] [--threads N] [--work DIR] [--encdec DIR]
 # WORK (default work/multi30k_table[_quick]) holds smt/, rnn/, lm/, rerank/ and report/; the wall time of
-# every stage is printed and kept in WORK/wall_time.txt.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+# every stage is printed and kept in WORK/wall_time.txt. SMT settings: config.yaml smt (--quick: smt_quick).
+source "$(dirname "$0")/../lib/common.sh"
 quick=0
 work=""
 runs=3
@@ -19,19 +18,20 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --work) work=$2; shift ;;
     --encdec) encdec=$2; shift ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
   shift
 done
-export MT_DATA=${MT_DATA:-$root/../shared/data}
 suffix=$([ $quick = 1 ] && echo _quick || true)
-work=${work:-$root/work/multi30k_table$suffix}
-bin=${BIN:-$root/.venv/bin}
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-qflag=$([ $quick = 1 ] && echo --quick || true)
+work=$(abs_dir "${work:-$root/work/multi30k_table$suffix}")
+cfg=$here/config.yaml
+qflag=$(quick_flag $quick)
 start=$(date +%s)
 
+bash "$lib/smt_baseline.sh" $qflag --work "$work/smt" --mert-runs "$runs" --threads "$threads" --config "$cfg"
+echo "== Baseline, +RNN, +RNN+WP (rnn_rescore.sh)"
+bash "$lib/rnn_rescore.sh" $qflag --config "$cfg" --smt-work "$work/smt" --work "$work/rnn" --mert-runs "$runs" \
+  --threads "$threads"
 bash "$here/lm_rerank.sh" $qflag --mert-runs "$runs" --threads "$threads" --smt-work "$work/smt" \
   --rnn-work "$work/rnn" --lm-work "$work/lm" --work "$work/rerank" ${encdec:+--encdec "$encdec"}
 table_end=$(date +%s)
@@ -50,17 +50,8 @@ done
 [ -f "$work/rnn/phrase_model/history.json" ] && mkdir -p "$in/models/phrase_model" && \
   cp "$work/rnn/phrase_model/history.json" "$in/models/phrase_model/"
 # Cho et al. Fig. 4-5: frequent source phrases of 2-4 words (the table's sources with the most target options)
-"$bin/python" - "$work/smt/model/phrase-table.gz" "$in/phrases.txt" "$([ $quick = 1 ] && echo 40 || echo 200)" <<'PY'
-import collections, gzip, sys
-counts = collections.Counter()
-with gzip.open(sys.argv[1], "rt", encoding="utf-8") as fh:
-    for line in fh:
-        src = line.split(" ||| ", 1)[0]
-        if 2 <= len(src.split()) <= 4 and src[0].isalpha():
-            counts[src] += 1
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    out.writelines(f"{p}\n" for p, _ in counts.most_common(int(sys.argv[3])))
-PY
+"$bin/smt-frequent-phrases" --table "$work/smt/model/phrase-table.gz" --output "$in/phrases.txt" \
+  --limit "$(config_value "$cfg:smt$suffix" report_phrases)"
 head -n 3 "$work/smt/text/val.fr" > "$in/attention_sentences.txt"
 cp "$work/rerank/examples.json" "$in/"
 "$bin/smt-report" --experiment-dir "$in" --out "$work/report" --title "Multi30k En→Fr: RNN Encoder–Decoder and neural LM features" \

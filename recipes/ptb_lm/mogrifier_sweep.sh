@@ -5,9 +5,7 @@
 # r = 5 Mogrifier's parameter count (hidden 135), all for --epochs (default 2) epochs; one table of
 # valid/test perplexity (stream and sentence-level).
 #   recipes/ptb_lm/mogrifier_sweep.sh [--epochs N] [--threads N] [--work DIR]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/../lib/common.sh"
 epochs=2
 threads=${THREADS:-2}
 work=$root/work/ptb_mogrifier_sweep
@@ -16,7 +14,7 @@ while [ $# -gt 0 ]; do
     --epochs) epochs=$2; shift ;;
     --threads) threads=$2; shift ;;
     --work) work=$2; shift ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
   shift
 done

@@ -12,9 +12,7 @@
 # have <unk> as an ordinary vocabulary word. A model stream-trained (Mogrifier) is evaluated both as
 # a stream (its training regime) and sentence by sentence (comparable with KenLM and the others).
 # Data: $MT_DATA/ptb (default ../shared/data beside the repository). Reruns resume / reuse.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/../lib/common.sh"
 quick=0
 epochs=""
 work=""
@@ -31,12 +29,10 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --no-kenlm) kenlm=0 ;;
     --corpus) corpus=$2; shift ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
   shift
 done
-export MT_DATA=${MT_DATA:-$root/../shared/data}
-py=${PYTHON:-$root/.venv/bin/python}
 cfg=$here/config.yaml
 suffix=$([ $quick = 1 ] && echo -quick || true)
 data_flags=()
@@ -70,16 +66,16 @@ if [ $kenlm = 1 ]; then
   mkdir -p "$work/kenlm"
   train_text=$train_file
   if [ $quick = 1 ]; then
-    n=$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['_paper-quick']['max_train_sentences'])" "$cfg")
+    n=$(config_value "$cfg:_paper-quick" max_train_sentences)
     head -n "$n" "$train_file" > "$work/kenlm/train.txt"
     train_text=$work/kenlm/train.txt
   fi
   [ -f "$work/kenlm/ptb5.binary" ] || \
-    "$py" -m smt_features.cli.kenlm train --config "$cfg:kenlm$suffix" --text "$train_text" \
+    "$bin/smt-kenlm" train --config "$cfg:kenlm$suffix" --text "$train_text" \
       --out-prefix "$work/kenlm/ptb5"
   for split in valid test; do
     split_file=$([ $split = valid ] && echo "$valid_file" || echo "$test_file")
-    "$py" -m smt_features.cli.kenlm eval --model "$work/kenlm/ptb5.binary" --text "$split_file" \
+    "$bin/smt-kenlm" eval --model "$work/kenlm/ptb5.binary" --text "$split_file" \
       --name "kenlm-5gram $split" --json-out "$work/kenlm/$split.json"
   done
 fi
@@ -88,8 +84,7 @@ for m in $models; do
   echo "== $m$suffix"
   "$py" -m nmt.cli.lm_train --config "$cfg:$m$suffix" --out-dir "$work/$m" --resume --threads "$threads" \
     ${epoch_flag[@]+"${epoch_flag[@]}"} ${data_flags[@]+"${data_flags[@]}"}
-  regime=$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['data']['regime'])" \
-           "$work/$m/config.yaml")
+  regime=$(config_value "$work/$m/config.yaml:data" regime)
   for split in valid test; do
     "$py" -m nmt.cli.lm_eval --model "$work/$m" --split "$split" --name "$m $split" --threads "$threads" \
       --json "$work/$m/$split.json"

@@ -7,9 +7,7 @@
 #                                      [--threads N] [--work DIR]
 # --quick: 2 novels, 1 epoch on 3,000 sentences (a smoke test; the accuracy is then near chance, 20 %).
 # Data: $MT_DATA/msr-sentence-completion (default ../shared/data beside the repository).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/../lib/common.sh"
 quick=0
 novels=""
 epochs=""
@@ -24,22 +22,20 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift ;;
     --threads) threads=$2; shift ;;
     --work) work=$2; shift ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
   shift
 done
-export MT_DATA=${MT_DATA:-$root/../shared/data}
 msr=$MT_DATA/msr-sentence-completion
 for f in Holmes_Training_Data.tar.xz testing_data.csv test_answer.csv; do
   [ -f "$msr/$f" ] || { echo "missing $msr/$f (set MT_DATA)" >&2; exit 1; }
 done
-py=${PYTHON:-$root/.venv/bin/python}
 cfg=$here/config.yaml
 suffix=$([ $quick = 1 ] && echo -quick || true)
 work=${work:-$root/work/sentence_completion${suffix/-/_}}
 section=prepare$suffix
-novels=${novels:-$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))[sys.argv[2]]['novels'])" "$cfg" "$section")}
-seed=$("$py" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))[sys.argv[2]]['seed'])" "$cfg" "$section")
+novels=${novels:-$(config_value "$cfg:$section" novels)}
+seed=$(config_value "$cfg:$section" seed)
 mkdir -p "$work"
 start=$(date +%s)
 
@@ -49,7 +45,7 @@ echo "== Holmes subset: $novels novels (seed $seed)"
     --out-dir "$work/text"
 
 echo "== KenLM 5-gram"
-[ -f "$work/kenlm/holmes5.binary" ] || "$py" -m smt_features.cli.kenlm train --text "$work/text/train.txt" \
+[ -f "$work/kenlm/holmes5.binary" ] || "$bin/smt-kenlm" train --text "$work/text/train.txt" \
   --out-prefix "$work/kenlm/holmes5" --order 5 $([ $quick = 1 ] && echo --discount-fallback)
 model_flags=(--model "kenlm-5gram=$work/kenlm/holmes5.binary")
 

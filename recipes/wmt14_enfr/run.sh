@@ -13,19 +13,17 @@
 #   5 selection  bilingual cross-entropy difference against newstest2012+2013 (select_data.py) down to
 #                --select-words French words (default 348000000: the paper's 348M; 0 = keep the whole pool)
 #   6 prepare    nmt-prepare (config.yaml:prepare: Moses tokenization, 15,000-word vocabularies) → WORK/smt/data
-#   7 baseline   recipes/multi30k_enfr/smt_baseline.sh: eflomal, phrase table, KenLM 5-gram, N MERT runs
+#   7 baseline   recipes/lib/smt_baseline.sh: eflomal, phrase table, KenLM 5-gram, N MERT runs (config.yaml:smt)
 #   8 RNN        nmt-train (config.yaml:train_phrases: cho2014, Adadelta, 64 pairs/update) on the table's
 #                unique pairs, on --device → WORK/rnn/phrase_model
 #   9 rescore    smt-rescore --device: p_rnn(e|f) and WP for every pair of the table
-#  10 MERT       recipes/multi30k_enfr/rnn_rescore.sh --model (+RNN, +RNN+WP; N MERT runs each; scores.md)
+#  10 MERT       recipes/lib/rnn_rescore.sh --model (+RNN, +RNN+WP; N MERT runs each; scores.md)
 # --dry-run: print every stage and command with resolved paths, download and run nothing, exit 0.
 # --download-only: stop after stage 1. --data-only: stop after stage 6 (e.g. prepare on a CPU machine).
 # --quick: plumbing check on the real data (no selection, the first 20,000 pairs, the `--quick` scale of
-#   smt_baseline.sh / rnn_rescore.sh, config.yaml:train_phrases_quick); its figures mean nothing.
+#   smt_baseline.sh / rnn_rescore.sh: config.yaml:smt_quick, train_phrases_quick); its figures mean nothing.
 # --threads: CPU threads/processes for every stage. --device: nmt-train and smt-rescore (default cuda).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/../lib/common.sh"
 work=""
 runs=3
 threads=2
@@ -45,8 +43,8 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1 ;;
     --download-only) stop=download ;;
     --data-only) stop=data ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    -h|--help) sed -n '2,/^source /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) unknown_option "$1" ;;
   esac
   shift
 done
@@ -55,7 +53,6 @@ suffix=$([ $quick = 1 ] && echo _quick || true)
 work=${work:-$root/work/wmt14_enfr$suffix}
 case $work in /*) ;; *) work=$PWD/$work ;; esac
 cache=${MT_CACHE:-$HOME/.cache/rnnsmt}/wmt14
-bin=${BIN:-$root/.venv/bin}
 py=$bin/python
 cfg=$here/config.yaml
 dev=newstest2012-2013
@@ -74,18 +71,9 @@ if [ $quick = 1 ]; then
   qflag=(--quick); prep_flags=(--max-train-pairs 20000); section=train_phrases_quick; select_words=0
 fi
 
-# run CMD...: print it (shell-quoted), then run it unless --dry-run.
-run() { printf '+'; printf ' %q' "$@"; printf '\n'; [ $dry = 1 ] || "$@"; }
-# step MARKER CMD...: run CMD unless MARKER exists (a dry run prints it either way, marked).
-step() {
-  local marker=$1; shift
-  if [ -e "$marker" ]; then
-    echo "  (done: $marker exists; skipped)"
-    if [ $dry = 1 ]; then printf '+'; printf ' %q' "$@"; printf '\n'; fi
-    return 0
-  fi
-  run "$@"
-}
+# run_cmd / run_step (recipes/lib/common.sh) print every command; --dry-run: print only, run nothing.
+RECIPE_TRACE=1
+RECIPE_DRY_RUN=$dry
 stage() { echo "== $*"; }
 
 echo "wmt14_enfr: work $work, cache $cache, device $device, $runs MERT run(s), $threads thread(s)$(
@@ -99,33 +87,33 @@ else "$py" "$here/wmt14.py" download --cache "$cache"; fi
 if [ "$stop" = download ]; then echo "wmt14_enfr: --download-only: done"; exit 0; fi
 
 if [ $dry = 0 ] && [ "$device" != cpu ] && [ "$stop" != data ] && \
-   ! "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+   ! "$py" "$here/wmt14.py" cuda; then
   echo "wmt14_enfr: --device $device but torch sees no CUDA device; use --device cpu (slow) or --data-only" >&2
   exit 1
 fi
 [ $dry = 1 ] || mkdir -p "$work"
 
 stage "2. extract the en-fr members into $ex"
-run "$py" "$here/wmt14.py" extract --cache "$cache" --out "$ex"
+run_cmd "$py" "$here/wmt14.py" extract --cache "$cache" --out "$ex"
 
 stage "3. tuning set ($dev) and test set ($tests): SGML → raw text in $files"
-run "$py" "$here/wmt14.py" sgm --out "$files/$dev.en" "$ex"/dev/newstest201{2,3}-src.en.sgm
-run "$py" "$here/wmt14.py" sgm --out "$files/$dev.fr" "$ex"/dev/newstest201{2,3}-ref.fr.sgm
-run "$py" "$here/wmt14.py" sgm --out "$files/$tests.en" "$ex/test-full/newstest2014-fren-src.en.sgm"
-run "$py" "$here/wmt14.py" sgm --out "$files/$tests.fr" "$ex/test-full/newstest2014-fren-ref.fr.sgm"
+run_cmd "$py" "$here/wmt14.py" sgm --out "$files/$dev.en" "$ex"/dev/newstest201{2,3}-src.en.sgm
+run_cmd "$py" "$here/wmt14.py" sgm --out "$files/$dev.fr" "$ex"/dev/newstest201{2,3}-ref.fr.sgm
+run_cmd "$py" "$here/wmt14.py" sgm --out "$files/$tests.en" "$ex/test-full/newstest2014-fren-src.en.sgm"
+run_cmd "$py" "$here/wmt14.py" sgm --out "$files/$tests.fr" "$ex/test-full/newstest2014-fren-ref.fr.sgm"
 
 stage "4. concatenate the five parallel corpora → $corpus/pool.{en,fr}"
-run "$py" "$here/wmt14.py" concat --extract "$ex" --out-dir "$corpus"
+run_cmd "$py" "$here/wmt14.py" concat --extract "$ex" --out-dir "$corpus"
 
 if [ "$select_words" -gt 0 ]; then
   stage "5. data selection (bilingual cross-entropy difference vs $dev) down to $select_words French words"
-  run "$py" "$here/select_data.py" --pool-src "$corpus/pool.en" --pool-tgt "$corpus/pool.fr" \
+  run_cmd "$py" "$here/select_data.py" --pool-src "$corpus/pool.en" --pool-tgt "$corpus/pool.fr" \
     --in-src "$files/$dev.en" --in-tgt "$files/$dev.fr" --out-src "$files/train.en" --out-tgt "$files/train.fr" \
     --work "$work/select" --words "$select_words" --count-side tgt --processes "$threads"
 else
   stage "5. no data selection: the whole pool is the training set"
-  run ln -sfn ../pool.en "$files/train.en"
-  run ln -sfn ../pool.fr "$files/train.fr"
+  run_cmd ln -sfn ../pool.en "$files/train.en"
+  run_cmd ln -sfn ../pool.fr "$files/train.fr"
 fi
 
 stage "6. prepare (config.yaml:prepare) → $smt/data"
@@ -134,26 +122,26 @@ if [ $dry = 0 ] && [ -f "$smt/data/prepare.json" ] && [ "$files/train.en" -nt "$
     "the later stages would reuse outputs of the old data: use a new --work" >&2
   exit 1
 fi
-step "$smt/data/prepare.json" "$py" "$here/wmt14.py" prepare --config "$cfg" --corpus-root "$corpus" \
+run_step prepare "$smt/data/prepare.json" -- "$py" "$here/wmt14.py" prepare --config "$cfg" --corpus-root "$corpus" \
   --out-dir "$smt/data" ${prep_flags[@]+"${prep_flags[@]}"}
 if [ "$stop" = data ]; then echo "wmt14_enfr: --data-only: prepared data in $smt/data"; exit 0; fi
 
 stage "7. phrase-based baseline ($smt)"
-run bash "$root/recipes/multi30k_enfr/smt_baseline.sh" ${qflag[@]+"${qflag[@]}"} --work "$smt" --mert-runs "$runs" \
+run_cmd bash "$lib/smt_baseline.sh" ${qflag[@]+"${qflag[@]}"} --work "$smt" --mert-runs "$runs" \
   --threads "$threads" --config "$cfg" --dev "$dev" --tests "$tests"
 
 stage "8. RNN Encoder–Decoder on the phrase table's unique pairs (config.yaml:$section, $device) → $model"
-step "$model/train.done" "$bin/nmt-train" --config "$cfg:$section" --device "$device" --data-dir "$smt/data" \
+run_step "phrase model" "$model/train.done" -- "$bin/nmt-train" --config "$cfg:$section" --device "$device" --data-dir "$smt/data" \
   --dev-src "$smt/data/$dev.tok.en" --dev-tgt "$smt/data/$dev.tok.fr" \
   --phrase-table "$smt/model/phrase-table.gz" --out-dir "$model" --threads "$threads" --resume
-step "$model/train.done" touch "$model/train.done"
+run_step "phrase model" "$model/train.done" -- touch "$model/train.done"
 
 stage "9. smt-rescore ($device): p_rnn(e|f) and WP for every pair of the table → $table"
-step "$table.moses.ini" "$bin/smt-rescore" --table "$smt/model/phrase-table.gz" --model "$model" --output "$table" \
+run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$smt/model/phrase-table.gz" --model "$model" --output "$table" \
   --wp-column --resume --threads "$threads" --moses-ini "$smt/model/moses.ini" --device "$device"
 
 stage "10. +RNN and +RNN+WP: MERT, decoding, BLEU (rnn_rescore.sh reuses stages 7-9)"
-run bash "$root/recipes/multi30k_enfr/rnn_rescore.sh" ${qflag[@]+"${qflag[@]}"} --config "$cfg" --dev "$dev" \
+run_cmd bash "$lib/rnn_rescore.sh" ${qflag[@]+"${qflag[@]}"} --config "$cfg" --dev "$dev" \
   --tests "$tests" --smt-work "$smt" --work "$rnn" --model "$model" --mert-runs "$runs" --threads "$threads"
 
 if [ $dry = 1 ]; then echo "wmt14_enfr: dry run done (nothing was downloaded or run)"; exit 0; fi

@@ -13,6 +13,7 @@ Subcommands (each prints what it does; ``run.sh --dry-run`` shows the exact call
   prepare --config YAML --corpus-root DIR --out-dir DIR [nmt-prepare flags]
                                          nmt-prepare on CORPUS_ROOT/wmt14_enfr/{train,newstest2012-2013,
                                          newstest2014}.{en,fr}, a corpus registered for this call only
+  cuda                                   exit status 0 when torch sees a CUDA device, 1 otherwise
 
 The URLs and archive member names are those of the WMT'14 translation task page
 (https://www.statmt.org/wmt14/translation-task.html) as we know them; they have not been
@@ -301,6 +302,12 @@ def cmd_prepare(args: argparse.Namespace, extra: list[str]) -> int:
     return cli_main(["--config", f"{args.config}:prepare", "--out-dir", args.out_dir, *extra])
 
 
+def cmd_cuda(args: argparse.Namespace) -> int:
+    import torch
+
+    return 0 if torch.cuda.is_available() else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -320,12 +327,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", required=True)
     p.add_argument("--corpus-root", required=True)
     p.add_argument("--out-dir", required=True)
+    sub.add_parser("cuda")
     args, extra = parser.parse_known_args(argv)
     if args.command == "prepare":
         return cmd_prepare(args, extra)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return {"download": cmd_download, "extract": cmd_extract, "sgm": cmd_sgm, "concat": cmd_concat}[args.command](args)
+    return {"download": cmd_download, "extract": cmd_extract, "sgm": cmd_sgm, "concat": cmd_concat,
+            "cuda": cmd_cuda}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -4,25 +4,24 @@
 # phrase table's unique pairs), each tuned with N MERT runs; BLEU / chrF (sacreBLEU on detokenized output
 # against the unescaped, detokenized newstest references), mean ± sd.
 #   recipes/wmt_small/run.sh [--quick] [--work DIR] [--mert-runs N] [--threads N] [--vocab K] [--dev-lines N]
-# --dev-lines: MERT tunes on the first N sentences of newstest2012 (default 1000 of 3,003: a CPU budget;
-#   0 = all).
-# --tune-flags: smt-tune flags; default keeps the LM, translation-model and distortion weights >= 0 and every
-#   weight in [-1, 1] (Moses --range + clipping), 50-best lists, at most 6 iterations. Without the ranges the
-#   first MERT iteration here (BLEU ~9 on the 100-best pool) picked a negative LM weight and the next
-#   decode produced word salad (dev BLEU 8.73 -> 0.20).
-# --vocab: the phrase model's vocabulary per side (default 10000; the excerpt has ~30k word types, so as in
-#   the paper some words stay unknown to the network and WP counts them).
-# The pipeline is recipes/multi30k_enfr/{smt_baseline,rnn_rescore}.sh with this folder's config.yaml.
+#                            [--tune-flags "..."]
+# SMT settings: config.yaml smt (--quick: smt_quick). MERT tunes on the first dev_lines (1000 of 3,003: a CPU
+#   budget; --dev-lines overrides, 0 = all) sentences of newstest2012, keeps the LM, translation-model and
+#   distortion weights >= 0 and every weight in [-1, 1] (Moses --range + clipping), 50-best lists, at most 6
+#   iterations. Without the ranges the first MERT iteration here (BLEU ~9 on the 100-best pool) picked a
+#   negative LM weight and the next decode produced word salad (dev BLEU 8.73 -> 0.20).
+# --tune-flags: extra smt-tune flags (after the config's).
+# --vocab: the phrase model's vocabulary per side (default: phrase_vocab, 10000; the excerpt has ~30k word
+#   types, so as in the paper some words stay unknown to the network and WP counts them).
+# The pipeline is recipes/lib/smt_baseline.sh → recipes/lib/rnn_rescore.sh with this folder's config.yaml.
 # Outputs: WORK/smt (baseline), WORK/rnn (model, rescored table, MERT runs, scores.md). Reruns reuse steps.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "$0")/../lib/common.sh"
 quick=0
 work=""
 runs=3
 threads=2
-vocab=10000
-dev_lines=1000
+vocab=""
+dev_lines=""
 tune_flags=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,20 +32,17 @@ while [ $# -gt 0 ]; do
     --vocab) vocab=$2; shift ;;
     --dev-lines) dev_lines=$2; shift ;;
     --tune-flags) tune_flags=$2; shift ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
   shift
 done
-if [ -z "$tune_flags" ]; then  # the default; --quick keeps smt_baseline.sh's own n-best size and iterations
-  tune_flags="--ranges LM0:0..1 TranslationModel0:0..1 Distortion0:0..1 --clip-to-ranges"
-  [ $quick = 1 ] || tune_flags+=" --nbest 50 --max-iterations 6"
-fi
 suffix=$([ $quick = 1 ] && echo _quick || true)
-work=${work:-$root/work/wmt_small$suffix}
-mkdir -p "$work"
+work=$(abs_dir "${work:-$root/work/wmt_small$suffix}")
+cfg=$here/config.yaml
+qflag=$(quick_flag $quick)
 start=$(date +%s)
-bash "$root/recipes/multi30k_enfr/rnn_rescore.sh" $([ $quick = 1 ] && echo --quick || true) \
-  --config "$here/config.yaml" --dev newstest2012 --tests newstest2013 --smt-work "$work/smt" --work "$work/rnn" \
-  --mert-runs "$runs" --threads "$threads" --vocab "$vocab" $([ "$dev_lines" != 0 ] && echo --dev-lines "$dev_lines") \
-  --tune-flags "$tune_flags"
+bash "$lib/smt_baseline.sh" $qflag --work "$work/smt" --mert-runs "$runs" --threads "$threads" --config "$cfg" \
+  ${dev_lines:+--dev-lines "$dev_lines"} ${tune_flags:+--tune-flags "$tune_flags"}
+bash "$lib/rnn_rescore.sh" $qflag --config "$cfg" --smt-work "$work/smt" --work "$work/rnn" --mert-runs "$runs" \
+  --threads "$threads" ${vocab:+--vocab "$vocab"} ${tune_flags:+--tune-flags "$tune_flags"}
 echo "wmt_small: total $(( $(date +%s) - start )) s; table in $work/rnn/scores.md"

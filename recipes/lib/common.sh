@@ -1,0 +1,89 @@
+# The preamble every recipe sources: strict mode, paths, option helpers, reuse of finished steps.
+#   source "$(dirname "$0")/../lib/common.sh"
+# Sets: here (the calling script's folder), root (the repository), lib (this folder), MT_DATA (exported;
+# default ../shared/data beside the repository), bin (console scripts: $BIN or .venv/bin), py ($PYTHON or
+# $bin/python), suffix (filled by quick_suffix).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$lib/../.." && pwd)
+export MT_DATA=${MT_DATA:-$root/../shared/data}
+bin=${BIN:-$root/.venv/bin}
+py=${PYTHON:-$bin/python}
+
+# unknown_option OPT: the one refusal of an option a recipe does not know (exit 2).
+unknown_option() { echo "unknown option $1" >&2; exit 2; }
+
+# quick_flag QUICK: prints --quick when QUICK is 1 (to pass the scale on to another stage).
+quick_flag() { if [ "$1" = 1 ]; then echo --quick; fi; }
+
+# abs_dir DIR: creates DIR and prints its absolute path.
+abs_dir() { mkdir -p "$1" && (cd "$1" && pwd); }
+
+# config_value FILE[:SECTION] KEY...: one value of a recipe's config.yaml (lists: one item a line).
+config_value() { "$py" "$lib/config_value.py" "$@"; }
+
+# run_cmd CMD...: run CMD. RECIPE_TRACE=1 (a shell variable of the recipe, not exported): print it first,
+# shell-quoted after "+"; RECIPE_DRY_RUN=1: print it and run nothing.
+run_cmd() {
+  if [ "${RECIPE_TRACE:-0}" = 1 ] || [ "${RECIPE_DRY_RUN:-0}" = 1 ]; then printf '+'; printf ' %q' "$@"; printf '\n'; fi
+  [ "${RECIPE_DRY_RUN:-0}" = 1 ] || "$@"
+}
+
+# run_step NAME OUTPUT -- CMD...: run CMD (as run_cmd) unless OUTPUT exists: a finished step is reused, not
+# redone (RECIPE_TRACE=1 says so; a dry run prints the command anyway). NAME says what the step makes.
+run_step() {
+  local name=$1 output=$2
+  shift 2
+  [ "${1:-}" = -- ] || { echo "run_step $name: expected -- before the command" >&2; exit 2; }
+  shift
+  if [ -e "$output" ]; then
+    if [ "${RECIPE_TRACE:-0}" = 1 ] || [ "${RECIPE_DRY_RUN:-0}" = 1 ]; then echo "  (done: $output exists; skipped)"; fi
+    if [ "${RECIPE_DRY_RUN:-0}" = 1 ]; then printf '+'; printf ' %q' "$@"; printf '\n'; fi
+    return 0
+  fi
+  run_cmd "$@"
+}
+
+# fresh OUTPUT INPUT: true when OUTPUT exists and is newer than INPUT (scores of the current weights).
+fresh() { [ -f "$1" ] && [ "$1" -nt "$2" ]; }
+
+# tune_decode_evaluate --label L --moses-ini INI --work-dir TUNE --seed R --text T --dev DEV --tests "A B"
+#                      --threads N [--tune-flags FLAG... --] [--decode-flags FLAG... --]
+# One MERT run and its scores: smt-tune (reused when TUNE/moses.tuned.ini exists) → for the dev set and each
+# test set: smt-decode with the tuned weights → nmt-evaluate (detokenized French against T/SET.ref.fr) →
+# TUNE/SET.{tok.fr,fr,scores.json} (reused while newer than the tuned weights). L prefixes the log lines and
+# the score names ("L run R SET"). Needs $bin.
+tune_decode_evaluate() {
+  local label="" ini="" tune="" seed="" text="" dev="" tests="" threads="" t0 s
+  local tune_flags=() decode_flags=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --label) label=$2; shift ;;
+      --moses-ini) ini=$2; shift ;;
+      --work-dir) tune=$2; shift ;;
+      --seed) seed=$2; shift ;;
+      --text) text=$2; shift ;;
+      --dev) dev=$2; shift ;;
+      --tests) tests=$2; shift ;;
+      --threads) threads=$2; shift ;;
+      --tune-flags) shift; while [ $# -gt 0 ] && [ "$1" != -- ]; do tune_flags+=("$1"); shift; done ;;
+      --decode-flags) shift; while [ $# -gt 0 ] && [ "$1" != -- ]; do decode_flags+=("$1"); shift; done ;;
+      *) echo "tune_decode_evaluate: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  echo "== ${label:+$label: }MERT run $seed (seed $seed)"
+  t0=$(date +%s)
+  run_step "MERT run $seed" "$tune/moses.tuned.ini" -- "$bin/smt-tune" --moses-ini "$ini" --dev-src "$text/$dev.en" \
+    --dev-ref "$text/$dev.fr" --work-dir "$tune" --seed "$seed" --threads "$threads" --resume \
+    ${tune_flags[@]+"${tune_flags[@]}"}
+  echo "${label:+$label }MERT run $seed: $(( $(date +%s) - t0 )) s"
+  for s in $dev $tests; do   # the dev set too: the dev column (the tuning set itself)
+    fresh "$tune/$s.scores.json" "$tune/moses.tuned.ini" && continue
+    "$bin/smt-decode" --moses-ini "$tune/moses.tuned.ini" --input "$text/$s.en" --output "$tune/$s.tok.fr" \
+      --threads "$threads" --progress false ${decode_flags[@]+"${decode_flags[@]}"}
+    "$bin/nmt-evaluate" --hyp "$tune/$s.tok.fr" --detokenize fr --detok-out "$tune/$s.fr" --ref "$text/$s.ref.fr" \
+      --name "${label:+$label }run $seed $s" --json "$tune/$s.scores.json"
+  done
+}

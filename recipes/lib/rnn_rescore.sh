@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The +RNN / +RNN+WP stage, Cho et al. (2014) §3.1: score every pair of the baseline's phrase table with the
+# RNN Encoder–Decoder and add the score (and the WP feature) to the log-linear model.
+#   the baseline of smt_baseline.sh (run it first, same --config/--quick) → encoder–decoder (trained the
+#   paper's way on the table's unique pairs, or --model DIR) → smt-rescore (p_rnn(e|f) and WP =
+#   exp(−unknown words) appended, moses.ini written beside) → MERT on the dev set for +RNN (WP weight fixed
+#   at 0) and +RNN+WP, seeds 1..N → decode dev and test sets → sacreBLEU BLEU / chrF, mean ± sd over the
+#   runs, beside the baseline's runs.
+#   recipes/lib/rnn_rescore.sh --config YAML --smt-work DIR --work DIR [--quick] [--model DIR]
+#                              [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
+#                              [--vocab K] [--device D] [--dev SPLIT] [--tests "A B"] [--tune-flags "..."]
+# --config: the recipe's config.yaml (its train_phrases[_quick] section trains the phrase model; its
+#   smt[_quick] section: dev/test splits, MERT settings, phrase_vocab); --dev/--tests/--tune-flags as
+#   smt_baseline.sh. Used by recipes/multi30k_enfr/table.sh, recipes/wmt_small/run.sh, recipes/wmt14_enfr/run.sh.
+# --vocab K: the phrase model's vocabularies are the K most frequent words per side (default: the config's
+#   phrase_vocab; Multi30k: 3000 — its ~11k words would leave no word unknown, while the paper's 15,000 of
+#   WMT'14 cover ~93% of the tokens and WP counts the rest; 3,000 cover 96% of Multi30k's training tokens).
+# --device: cpu (default) or cuda[:i], for training the phrase model and for smt-rescore.
+# --tag: appended to the system names (+RNN(TAG), +RNN+WP(TAG)), to tell models apart in one report.
+# --model: an nmt-train folder with the prepare step's vocabularies (e.g. the sentence-trained model of
+#   recipes/multi30k_enfr/run.sh); default: train one on the phrase table (train_phrases, quick: train_phrases_quick).
+# Outputs: WORK/phrase-table.rnn.gz (+ .moses.ini, .rescore.json), WORK/{rnn,rnnwp}.tune.R/, WORK/scores.md,
+#   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
+source "$(dirname "$0")/common.sh"
+quick=0
+smt=""
+work=""
+model=""
+runs=3
+threads=2
+systems="rnn rnnwp"
+tag=""
+vocab=""
+device=cpu
+cfg=""
+dev=""
+tests=""
+tune_extra=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --smt-work) smt=$2; shift ;;
+    --work) work=$2; shift ;;
+    --model) model=$2; shift ;;
+    --mert-runs) runs=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --systems) systems=$2; shift ;;
+    --tag) tag=$2; shift ;;
+    --vocab) vocab=$2; shift ;;
+    --device) device=$2; shift ;;
+    --config) cfg=$2; shift ;;
+    --dev) dev=$2; shift ;;
+    --tests) tests=$2; shift ;;
+    --tune-flags) tune_extra=$2; shift ;;
+    *) unknown_option "$1" ;;
+  esac
+  shift
+done
+[ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$work" ] || \
+  { echo "rnn_rescore.sh: give --config YAML, --smt-work DIR (smt_baseline.sh's) and --work DIR" >&2; exit 2; }
+[ -f "$smt/model/moses.ini" ] || { echo "rnn_rescore.sh: no $smt/model/moses.ini: run smt_baseline.sh first" >&2; exit 1; }
+smt_cfg=$cfg:smt$([ $quick = 1 ] && echo _quick || true)
+dev=${dev:-$(config_value "$smt_cfg" dev)}
+tests=${tests:-$(config_value "$smt_cfg" tests)}
+vocab=${vocab:-$(config_value "$smt_cfg" phrase_vocab)}
+max_iter=$(config_value "$smt_cfg" mert_max_iterations)
+tune_flags=(--nbest "$(config_value "$smt_cfg" mert_nbest)" ${max_iter:+--max-iterations "$max_iter"})
+mert_flags=$(config_value "$smt_cfg" mert_flags)
+work=$(abs_dir "$work")
+mkdir -p "$work/results"
+smt=$(cd "$smt" && pwd)   # absolute: smt-tune --resume compares the paths it was started with
+start=$(date +%s)
+t=$smt/text
+
+if [ -z "$model" ]; then
+  model=$work/phrase_model
+  section=$([ $quick = 1 ] && echo train_phrases_quick || echo train_phrases)
+  echo "== encoder–decoder on the phrase table's unique pairs ($section)"
+  t0=$(date +%s)
+  for l in en fr; do  # the 4 special symbols, then the K most frequent words
+    awk -v k="$vocab" 'NR <= 4 && /^</ { print; next } n < k { print; n++ }' "$smt/data/vocab.$l.tsv" \
+      > "$work/vocab.$l.tsv"
+  done
+  train_phrase_model() {
+    "$bin/nmt-train" --config "$cfg:$section" --data-dir "$smt/data" \
+      --src-vocab "$work/vocab.en.tsv" --tgt-vocab "$work/vocab.fr.tsv" \
+      --dev-src "$smt/data/$dev.tok.en" --dev-tgt "$smt/data/$dev.tok.fr" \
+      --phrase-table "$smt/model/phrase-table.gz" --out-dir "$model" --threads "$threads" --device "$device" --resume \
+      && touch "$model/train.done"
+  }
+  run_step "phrase model" "$model/train.done" -- train_phrase_model
+  echo "training the phrase model: $(( $(date +%s) - t0 )) s"
+fi
+
+echo "== smt-rescore: p_rnn(e|f) and WP for every pair of the table"
+table=$work/phrase-table.rnn.gz
+t0=$(date +%s)
+run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$smt/model/phrase-table.gz" --model "$model" \
+  --output "$table" --wp-column --resume --threads "$threads" --device "$device" --moses-ini "$smt/model/moses.ini"
+echo "rescoring: $(( $(date +%s) - t0 )) s"
+# +RNN: the same table with the WP weight at 0 and fixed (the 5-score system); +RNN+WP: all 6 scores tuned
+"$py" "$lib/set_weight.py" "$table.moses.ini" "$work/rnn.moses.ini" TranslationModel0 -1 0
+cp "$table.moses.ini" "$work/rnnwp.moses.ini"
+
+for sys in $systems; do
+  case $sys in
+    rnn) name="+RNN${tag:+($tag)}"; fixed=(--fixed TranslationModel0_5) ;;
+    rnnwp) name="+RNN+WP${tag:+($tag)}"; fixed=() ;;
+    *) echo "unknown system $sys (rnn, rnnwp)" >&2; exit 2 ;;
+  esac
+  for r in $(seq 1 "$runs"); do
+    tune_decode_evaluate --label "$name" --moses-ini "$work/$sys.moses.ini" --work-dir "$work/$sys.tune.$r" \
+      --seed "$r" --text "$t" --dev "$dev" --tests "$tests" --threads "$threads" \
+      --tune-flags ${fixed[@]+"${fixed[@]}"} "${tune_flags[@]}" $mert_flags $tune_extra --
+  done
+done
+
+echo "== summary over $runs MERT run(s)"
+sys_flags=(--system "Baseline=$smt/tune")
+for sys in $systems; do
+  case $sys in rnn) n="+RNN" ;; rnnwp) n="+RNN+WP" ;; esac
+  sys_flags+=(--system "$n${tag:+($tag)}=$work/$sys.tune")
+done
+"$py" "$lib/summarize.py" --runs "$runs" --sets "$dev $tests" --out-json "$work/results" "${sys_flags[@]}" \
+  | tee "$work/scores.md"
+echo "total $(( $(date +%s) - start )) s; outputs in $work"

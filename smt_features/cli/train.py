@@ -1,216 +1,33 @@
 """``smt-train-phrases``: word alignment (eflomal), symmetrization, phrase extraction and scoring.
 
-Writes into ``--out-dir``: ``aligned.<symmetrization>`` (Pharaoh ``i-j``
-lines), ``lex.f2e`` / ``lex.e2f`` (Moses word translation tables),
-``phrase-table.gz`` (Moses format, see :mod:`nmt.formats.phrase_table`) and
-``config.yaml`` (the resolved options); prints the time of each stage.
+The step is :func:`smt_features.train.phrase_model.train_phrases` (its docstring: outputs, input format);
+with ``--lm`` the command also writes ``OUT_DIR/moses.ini``. Example::
 
-The input files hold tokenized text, one sentence per line, tokens separated
-by spaces (e.g. ``nmt-prepare``'s ``train.tok.<lang>``). The phrase table
-keeps the case of this text; ``--lowercase-align`` (default on) lowercases
-only what the aligner sees.
-
-Example::
-
-    smt-train-phrases --src train.tok.en --tgt train.tok.fr --out-dir work/smt/model
+    smt-train-phrases --src train.tok.en --tgt train.tok.fr --out-dir work/smt/model [--config f.yaml:SECTION]
 """
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from nmt import config as nmt_config
-from nmt.config import field
-
-from nmt.data.io import DataError
-from nmt.errors import UsageError, command, refuse_overwriting_inputs
-from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, EflomalOptions, eflomal_align,
-                                long_pairs, read_alignments, read_tokenized_parallel, report_long_and_uneven,
-                                report_unaligned, symmetrize_corpus, write_alignments)
-from smt_features.model.moses_ini import default_config
-from nmt.formats.phrase_table import check_phrase_table
-from smt_features.train.phrases import build_phrase_table
-from smt_features.train.spans import DEFAULT_MAX_PHRASE_LENGTH
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainPhrasesConfig:
-    src: str = field("", help="tokenized source-language training file (plain or .gz)")
-    tgt: str = field("", help="tokenized target-language training file, line-aligned with --src")
-    out_dir: str = field("", help="output folder")
-    max_phrase_length: int = field(DEFAULT_MAX_PHRASE_LENGTH, help="longest phrase (words) on either side")
-    symmetrization: str = field("grow-diag-final-and", help=f"one of {', '.join(SYMMETRIZATIONS)}")
-    lowercase_align: bool = field(True, help="lowercase the tokens the aligner sees (the table keeps the case)")
-    alignment: str | None = field(None, help="use this Pharaoh alignment file instead of running eflomal")
-    write_directional: bool = field(False, help="also write eflomal's aligned.forward / aligned.reverse")
-    processes: int = field(2, help="worker processes for symmetrization, extraction and scoring")
-    eflomal_model: int = field(3, help="eflomal model: 1 = IBM1, 2 = +HMM, 3 = +fertility")
-    eflomal_samplers: int = field(2, help="eflomal independent samplers (run in parallel)")
-    eflomal_rel_iterations: float = field(1.0, help="eflomal iterations relative to its default schedule")
-    eflomal_null_prior: float = field(0.2, help="eflomal prior probability of a NULL link (lower: fewer unaligned "
-                                                "words, a smaller phrase table)")
-    check: bool = field(False, help="re-read the written table with the strict reader and print its statistics")
-    lm: str = field("", help="KenLM model (ARPA or binary) of the target language: also write OUT_DIR/moses.ini "
-                             "with train-model.perl's features and default weights (distance reordering)")
-    lm_order: int = field(5, help="order of --lm (the moses.ini KENLM line)")
-
-
-def _output_paths(cfg: TrainPhrasesConfig) -> dict[str, Path]:
-    """Every file the step writes into ``--out-dir`` (named for messages)."""
-    out = Path(cfg.out_dir)
-    paths = {"config.yaml": out / "config.yaml", f"aligned.{cfg.symmetrization}": out / f"aligned.{cfg.symmetrization}",
-             "lex.f2e": out / "lex.f2e", "lex.e2f": out / "lex.e2f", "phrase-table.gz": out / "phrase-table.gz"}
-    if cfg.write_directional:
-        paths.update({"aligned.forward": out / "aligned.forward", "aligned.reverse": out / "aligned.reverse"})
-    if cfg.lm:
-        paths["moses.ini"] = out / "moses.ini"
-    return {f"--out-dir's {name}": path for name, path in paths.items()}
-
-
-def _check_input_file(path: str, flag: str) -> None:
-    p = Path(path)
-    if p.is_dir():
-        raise IsADirectoryError(errno.EISDIR, f"{flag} is a directory, not a file", path)
-    if not p.is_file():
-        raise FileNotFoundError(errno.ENOENT, f"{flag}: no such file", path)
-
-
-def _check_tokens(path: str, sents: list[list[str]]) -> None:
-    """A token holding ``|||`` would break the phrase table's fields: name its line."""
-    for k, toks in enumerate(sents):
-        for tok in toks:
-            if "|||" in tok:
-                raise DataError(path, k + 1, f"token {tok!r} contains '|||', the phrase table's field "
-                                             "separator (escape '|' when tokenizing)")
-
-
-def _skip_unaligned_long(src: list[list[str]], tgt: list[list[str]], links: list,
-                         ) -> tuple[list[list[str]], list[list[str]]]:
-    """Leave out the pairs eflomal could not align (a side of EFLOMAL_MAX_TOKENS or more tokens, no links):
-    they keep their (empty) line in the alignment file but give no lexical counts and no phrase pairs."""
-    skipped = [k for k in long_pairs([(len(s), len(t)) for s, t in zip(src, tgt)]) if not links[k]]
-    if not skipped:
-        return src, tgt
-    log.warning("skipped %d sentence pair(s) of %d or more tokens that eflomal left unaligned (line(s) %s): "
-                "they add nothing to the lexical tables or the phrase table; split them to use them",
-                len(skipped), EFLOMAL_MAX_TOKENS, ", ".join(str(k + 1) for k in skipped[:5])
-                + (", ..." if len(skipped) > 5 else ""))
-    src, tgt = list(src), list(tgt)
-    for k in skipped:
-        src[k], tgt[k] = [], []
-    return src, tgt
-
-
-def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
-    """Run the whole step; returns the seconds per stage.
-
-    Every input is read and checked before anything is written: bad input raises
-    :class:`nmt.data.io.DataError` (file and line) or :class:`nmt.errors.UsageError`
-    and leaves ``--out-dir`` as it was.
-    """
-    if not (cfg.src and cfg.tgt and cfg.out_dir):
-        raise UsageError("--src, --tgt and --out-dir are required")
-    if cfg.symmetrization not in SYMMETRIZATIONS:
-        raise UsageError(f"--symmetrization must be one of {SYMMETRIZATIONS}, not {cfg.symmetrization!r}")
-    if cfg.max_phrase_length < 1:
-        raise UsageError("--max-phrase-length must be >= 1")
-    if Path(cfg.out_dir).exists() and not Path(cfg.out_dir).is_dir():
-        raise UsageError(f"{cfg.out_dir}: --out-dir exists and is not a folder")
-    outputs = _output_paths(cfg)
-    aligned_out = outputs[f"--out-dir's aligned.{cfg.symmetrization}"]
-    inputs = {"--src": cfg.src, "--tgt": cfg.tgt, "--lm": cfg.lm or None}
-    refuse_overwriting_inputs(outputs, inputs)
-    # --alignment may be the folder's own alignment file (retraining with other options): it is not rewritten
-    reuse_alignment = bool(cfg.alignment) and Path(cfg.alignment).is_file() and aligned_out.is_file() and \
-        os.path.samefile(cfg.alignment, aligned_out)
-    refuse_overwriting_inputs({k: v for k, v in outputs.items() if v != aligned_out or not reuse_alignment},
-                              {"--alignment": cfg.alignment or None})
-    for flag, path in (("--src", cfg.src), ("--tgt", cfg.tgt), ("--lm", cfg.lm), ("--alignment", cfg.alignment)):
-        if path:
-            _check_input_file(path, flag)
-    out = Path(cfg.out_dir)
-    times: dict[str, float] = {}
-
-    def stage(name: str, start: float) -> float:
-        now = time.perf_counter()
-        times[name] = now - start
-        print(f"[smt-train-phrases] {name}: {now - start:.1f} s", flush=True)
-        return now
-
-    t = t_all = time.perf_counter()
-    src, tgt = read_tokenized_parallel(cfg.src, cfg.tgt)
-    if not src:
-        raise DataError(f"{cfg.src}: no sentence pairs: --src and --tgt are empty (nothing to train on; "
-                        "no phrase table written)")
-    _check_tokens(cfg.src, src)
-    _check_tokens(cfg.tgt, tgt)
-    lengths = [(len(s), len(t_)) for s, t_ in zip(src, tgt)]
-    report_long_and_uneven(lengths, cfg.src)
-    t = stage(f"read {len(src)} sentence pairs", t)
-    links = read_alignments(cfg.alignment, lengths) if cfg.alignment else None
-
-    out.mkdir(parents=True, exist_ok=True)
-    nmt_config.save(cfg, out / "config.yaml")
-    aligned_path = aligned_out
-    if links is not None:
-        t = stage("read alignment", t)
-    else:
-        opts = EflomalOptions(model=cfg.eflomal_model, n_samplers=cfg.eflomal_samplers,
-                              rel_iterations=cfg.eflomal_rel_iterations, null_prior=cfg.eflomal_null_prior)
-        forward, reverse = eflomal_align(src, tgt, lowercase=cfg.lowercase_align, options=opts)
-        t = stage("eflomal alignment (both directions)", t)
-        if cfg.write_directional:
-            write_alignments(out / "aligned.forward", forward)
-            write_alignments(out / "aligned.reverse", reverse)
-        links = symmetrize_corpus(forward, reverse, lengths, cfg.symmetrization, cfg.processes)
-        del forward, reverse
-        t = stage(f"symmetrization ({cfg.symmetrization})", t)
-        src, tgt = _skip_unaligned_long(src, tgt, links)
-    report_unaligned(links, [(len(s), len(t_)) for s, t_ in zip(src, tgt)], cfg.src)
-    if not any(links):
-        raise DataError(f"{cfg.alignment or cfg.src}: not one alignment link in the {len(links)} sentence "
-                        "pair(s): no phrase pair to extract, no phrase table written")
-    if not (cfg.alignment and reuse_alignment):
-        write_alignments(aligned_path, links)
-        t = stage(f"write {aligned_path.name}", t)
-
-    stats = build_phrase_table(src, tgt, links, out / "phrase-table.gz",
-                               max_phrase_length=cfg.max_phrase_length, processes=cfg.processes,
-                               lex_f2e=out / "lex.f2e", lex_e2f=out / "lex.e2f")
-    times["extraction"] = stats.count_seconds
-    times["scoring"] = stats.score_seconds
-    print(f"[smt-train-phrases] lexical tables + phrase extraction: {stats.count_seconds:.1f} s "
-          f"({stats.occurrences} occurrences of {stats.distinct_pairs} distinct pair+alignment keys)")
-    print(f"[smt-train-phrases] scoring + writing phrase-table.gz ({stats.lines} lines): "
-          f"{stats.score_seconds:.1f} s")
-    t = time.perf_counter()
-    times["total"] = t - t_all
-    print(f"[smt-train-phrases] total: {t - t_all:.1f} s", flush=True)
-    if cfg.check:
-        table_stats = check_phrase_table(out / "phrase-table.gz")
-        stage("check table", t)
-        print(f"[smt-train-phrases] {table_stats.summary()}")
-    if cfg.lm:
-        ini = out / "moses.ini"
-        default_config(str((out / "phrase-table.gz").resolve()), str(Path(cfg.lm).resolve()),
-                       lm_order=cfg.lm_order).write(ini)
-        print(f"[smt-train-phrases] wrote {ini} (train-model.perl's default weights)")
-    return times
+from nmt import config as C
+from nmt.errors import command
+from smt_features.model.moses_ini_build import default_config
+from smt_features.train.phrase_model import TrainPhrasesConfig, train_phrases
 
 
 @command("smt-train-phrases")
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-train-phrases``."""
-    cfg = nmt_config.parse(TrainPhrasesConfig, argv, description=__doc__.splitlines()[0])
+    cfg = C.parse(TrainPhrasesConfig, argv, description=__doc__.splitlines()[0])
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     train_phrases(cfg)
+    if cfg.lm:
+        out = Path(cfg.out_dir)
+        default_config(str((out / "phrase-table.gz").resolve()), str(Path(cfg.lm).resolve()),
+                       lm_order=cfg.lm_order).write(out / "moses.ini")
+        print(f"[smt-train-phrases] wrote {out / 'moses.ini'} (train-model.perl's default weights)")
     return 0
 
 

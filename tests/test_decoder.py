@@ -20,9 +20,10 @@ from smt_features.decode.load import build_decoder  # noqa: E402
 from smt_features.decode.options import SearchOptions  # noqa: E402
 from smt_features.decode.table import PhraseTable  # noqa: E402
 from smt_features.model.features import (  # noqa: E402
-    LOWEST_SCORE, DistortionFeature, FeatureSet, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature,
+    LOWEST_SCORE, DistortionFeature, FeatureSet, PhrasePenaltyFeature, PhraseTableFeature,
     UnknownWordPenaltyFeature, WordPenaltyFeature,
 )
+from smt_features.model.kenlm_feature import KenLMFeature  # noqa: E402
 from smt_features.model.kenlm import KenLMScorer  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "decoder"
@@ -245,7 +246,7 @@ def test_early_discarding_keeps_toy_best():
 
 
 def test_build_from_moses_ini_and_weights(tmp_path):
-    from smt_features.model.moses_ini import default_config
+    from smt_features.model.moses_ini_build import default_config
 
     cfg = default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2)
     dec = build_decoder(cfg)
@@ -280,7 +281,7 @@ def test_featureset_weights_errors():
 
 def test_cli_decode_writes_output_and_nbest(tmp_path, capsys):
     from smt_features.cli.decode import cli_main
-    from smt_features.model.moses_ini import default_config
+    from smt_features.model.moses_ini_build import default_config
     from nmt.formats.nbest import read_nbest
 
     ini = tmp_path / "moses.ini"
@@ -314,6 +315,28 @@ def test_cli_decode_writes_output_and_nbest(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "sentences/s" in err
     assert '"sentences": 4' in stats.read_text()
+
+
+def test_cli_decode_options_from_yaml_section(tmp_path):
+    """--config YAML:SECTION gives the same run as the flags (flags still win); -f is --moses-ini."""
+    from smt_features.cli.decode import cli_main
+    from smt_features.model.moses_ini_build import default_config
+
+    ini = tmp_path / "moses.ini"
+    default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2).write(ini)
+    src = tmp_path / "in.txt"
+    src.write_text("a b\nc b a\n", encoding="utf-8")
+    flags = tmp_path / "flags"
+    assert cli_main(["-f", str(ini), "--input", str(src), "--output", str(flags / "out"), "--n-best-list",
+                     str(flags / "nbest"), "3", "--distortion-limit", "-1", "--progress", "false"]) == 0
+    yaml_dir = tmp_path / "yaml"
+    cfg = tmp_path / "decode.yaml"
+    cfg.write_text(f"decode:\n  moses_ini: {ini}\n  input: {src}\n  output: {yaml_dir / 'out'}\n"
+                   f"  n_best_list: [{yaml_dir / 'nbest'}, 3]\n  distortion_limit: 0\n  progress: false\n",
+                   encoding="utf-8")
+    assert cli_main(["--config", f"{cfg}:decode", "--distortion-limit", "-1"]) == 0
+    for name in ("out", "nbest"):
+        assert (yaml_dir / name).read_text(encoding="utf-8") == (flags / name).read_text(encoding="utf-8")
 
 
 def test_cli_reports_bad_config(tmp_path, capsys):

@@ -26,9 +26,10 @@ from smt_features.decode.load import build_decoder  # noqa: E402
 from smt_features.decode.options import SearchOptions  # noqa: E402
 from smt_features.decode.table import PhraseTable  # noqa: E402
 from smt_features.model.features import (  # noqa: E402
-    DistortionFeature, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature, UnknownWordPenaltyFeature,
+    DistortionFeature, PhrasePenaltyFeature, PhraseTableFeature, UnknownWordPenaltyFeature,
     WordPenaltyFeature,
 )
+from smt_features.model.kenlm_feature import KenLMFeature  # noqa: E402
 from smt_features.model.kenlm import KenLMScorer  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "decoder"
@@ -197,7 +198,7 @@ def test_empty_sentence_and_weight_changes():
 @needs_ext
 def test_build_decoder_cli_and_corpus(tmp_path):
     from smt_features.cli.decode import cli_main
-    from smt_features.model.moses_ini import default_config
+    from smt_features.model.moses_ini_build import default_config
 
     cfg = default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2)
     py = build_decoder(cfg, options=SearchOptions(search="python"))

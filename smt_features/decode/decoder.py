@@ -28,8 +28,9 @@ from smt_features.decode.search_tables import SearchTables, future_cost_table
 from smt_features.decode.stack_search import StackSearch
 from smt_features.decode.table import PhraseTable
 from smt_features.model.features import (
-    DistortionFeature, Feature, FeatureSet, KenLMFeature, PhraseTableFeature,
+    DistortionFeature, Feature, FeatureSet, PhraseTableFeature,
 )
+from smt_features.model.kenlm_feature import KenLMFeature
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,8 @@ from nmt.errors import UsageError
 from smt_features.decode.hypothesis import (
     H_ARCS, H_COV, H_SCORE, O_FUT, O_LMW, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult, chain,
 )
-from smt_features.model.features import LN10, DistortionFeature, KenLMFeature
+from smt_features.model.features import LN10, DistortionFeature
+from smt_features.model.kenlm_feature import KenLMFeature
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,10 @@ from smt_features.decode.decoder import Decoder
 from smt_features.decode.options import SearchOptions, search_options_from_config
 from smt_features.decode.table import PhraseTable
 from smt_features.model.features import (
-    DistortionFeature, Feature, FeatureSet, KenLMFeature, PhrasePenaltyFeature, PhraseTableFeature,
+    DistortionFeature, Feature, FeatureSet, PhrasePenaltyFeature, PhraseTableFeature,
     UnknownWordPenaltyFeature, WordPenaltyFeature,
 )
+from smt_features.model.kenlm_feature import KenLMFeature
 from smt_features.model.moses_ini import MosesIniError, check_feature_files, resolve_feature_path
 
 STATELESS_TYPES = {"WordPenalty": WordPenaltyFeature, "PhrasePenalty": PhrasePenaltyFeature}

@@ -43,17 +43,17 @@ UnknownWordPenalty0    ``-100`` per source word copied through because    1
                        leaves it out of n-best lists
 =====================  ==============================================  ==============
 
+The language-model feature is :class:`smt_features.model.kenlm_feature.KenLMFeature`.
+
 An unknown word's option carries the word penalty and phrase penalty of its
 one-word target phrase and zeros for every translation-model column, as in
 Moses.
 """
 from __future__ import annotations
 
-import gzip
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from smt_features.model.weights import Weights
 
@@ -191,147 +191,6 @@ class DistortionFeature(Feature):
         return -float(abs(start - prev_end - 1))
 
 
-class KenLMFeature(Feature):
-    """``LM0``: a KenLM n-gram model queried through :class:`smt_features.model.kenlm.KenLMScorer`.
-
-    States are ``kenlm.State`` objects (hashable; KenLM minimises them, which
-    helps recombination). Everything is in natural log.
-    """
-
-    kind = "KENLM"
-    stateful = True
-    default_weight = 0.5
-
-    def __init__(self, scorer: Any = None, name: str | None = "LM0", path: str | None = None,
-                 order: int | None = None, tuneable: bool = True, args: Mapping[str, str] | None = None,
-                 map_unk: str | None = None, arpa_path: str | None = None) -> None:
-        super().__init__(name, 1, tuneable, args)
-        if scorer is None:
-            if path is None:
-                raise ValueError("KenLMFeature needs a scorer or a path")
-            from smt_features.model.kenlm import DEFAULT_MAP_UNK, KenLMScorer
-
-            scorer = KenLMScorer(path, map_unk=DEFAULT_MAP_UNK if map_unk is None else (map_unk or None))
-        self.scorer = scorer
-        self.path = path if path is not None else str(getattr(scorer, "path", ""))
-        self.order = order if order is not None else scorer.order
-        self._model = scorer.model
-        import kenlm  # the scorer already imported it
-
-        self._State = kenlm.State
-        self._scratch = (kenlm.State(), kenlm.State())
-        self._map_unk = getattr(scorer, "map_unk", None)
-        self._arpa_path = arpa_path
-        self._upper: dict[str, float] | None = None
-        self._upper_default = 0.0
-
-    # -- upper bounds (used by the decoder to skip hopeless options before querying the LM)
-    def find_arpa(self) -> Path | None:
-        """The ARPA file beside the model (``X.binary`` → ``X.arpa`` / ``X.arpa.gz``), if any."""
-        if self._arpa_path:
-            return Path(self._arpa_path)
-        p = Path(self.path)
-        if p.suffix in (".arpa", ".gz") and "arpa" in p.name:
-            return p
-        for cand in (p.with_suffix(".arpa"), p.with_suffix(".arpa.gz")):
-            if cand.is_file():
-                return cand
-        return None
-
-    def load_upper_bounds(self) -> bool:
-        """Read per-word upper bounds of ``ln p(w | any history)`` from the model's ARPA file.
-
-        Returns False (bounds stay 0, i.e. ``ln p ≤ 0``) when there is no ARPA file.
-        """
-        if self._upper is not None:
-            return True
-        arpa = self.find_arpa()
-        if arpa is None or not arpa.is_file():
-            return False
-        bounds, max_backoff = arpa_upper_bounds(arpa)
-        slack = max(0.0, max_backoff) * max(0, self.order - 1)
-        self._upper = {w: v + slack for w, v in bounds.items()}
-        self._upper_default = self._upper.get("<unk>", 0.0)
-        return True
-
-    def word_upper_bound(self, word: str) -> float:
-        """An upper bound of ``ln p(word | h)`` over every history ``h`` (0 without bounds)."""
-        if self._upper is None:
-            return 0.0
-        return self._upper.get(word, self._upper_default)
-
-    def position_upper_bounds(self, words: Sequence[str]) -> list[float]:
-        """Per word of a phrase, an upper bound of its ``ln p`` after any state: a bound for the
-        first ``order - 1`` words (their history reaches outside the phrase), the exact value
-        after that (the history lies inside the phrase)."""
-        if not words:
-            return []
-        n_open = min(len(words), max(0, self.order - 1))
-        out = [min(self.word_upper_bound(w), 0.0) for w in words[:n_open]]
-        if len(words) > n_open:
-            out.extend(self.word_scores(self.null_state(), words)[n_open:])
-        return out
-
-    def phrase_upper_bound(self, words: Sequence[str]) -> float:
-        """Upper bound of ``ln p(words | state)`` over all states (sum of :meth:`position_upper_bounds`)."""
-        return sum(self.position_upper_bounds(words))
-
-    def word_scores(self, state, words: Sequence[str]) -> list[float]:
-        """``ln p`` of each word of ``words`` after ``state``."""
-        base = self._model.BaseScore
-        out = []
-        cur = state
-        for w in words:
-            nxt = self._State()
-            out.append(base(cur, w, nxt) * LN10)
-            cur = nxt
-        return out
-
-    # -- words as the model sees them (the scorer's <unk> rewrite)
-    def lm_words(self, tgt: Sequence[str]) -> tuple[str, ...]:
-        m = self._map_unk
-        if m is None:
-            return tuple(tgt)
-        return tuple(m if w == "<unk>" else w for w in tgt)
-
-    def begin_state(self):
-        return self.scorer.begin_state()
-
-    def null_state(self):
-        return self.scorer.null_state()
-
-    def score_phrase(self, state, words: Sequence[str]):
-        """``(ln p(words | state), new_state)`` for model-side ``words`` (see :meth:`lm_words`)."""
-        base = self._model.BaseScore
-        a_tmp, b_tmp = self._scratch
-        total = 0.0
-        cur = state
-        last = len(words) - 1
-        for i, w in enumerate(words):
-            if i == last:
-                out = self._State()
-            else:
-                out = a_tmp if cur is not a_tmp else b_tmp
-            total += base(cur, w, out)
-            cur = out
-        if last < 0:
-            return 0.0, state
-        return total * LN10, cur
-
-    def end_score(self, state) -> float:
-        """``ln p(</s> | state)``."""
-        return self._model.BaseScore(state, "</s>", self._scratch[0]) * LN10
-
-    def estimate(self, tgt: Sequence[str]) -> float:
-        """``ln p`` of the phrase alone, from an empty context (Moses's future-cost LM estimate)."""
-        if not tgt:
-            return 0.0
-        return self.score_phrase(self.null_state(), self.lm_words(tgt))[0]
-
-    def __getstate__(self):  # KenLM models do not pickle; workers fork instead
-        raise TypeError("KenLMFeature cannot be pickled; decode in forked worker processes")
-
-
 class FeatureSet:
     """The ordered features of a model and the flat layout of their values.
 
@@ -407,37 +266,3 @@ class FeatureSet:
     @staticmethod
     def dot(weights: Sequence[float], values: Sequence[float]) -> float:
         return math.fsum(w * v for w, v in zip(weights, values))
-
-
-def arpa_upper_bounds(path: str | Path) -> tuple[dict[str, float], float]:
-    """Per word, the largest ``ln p`` of any n-gram ending in it; and the largest ``ln`` backoff.
-
-    With backoff weights ≤ 1 (true of modified Kneser–Ney models from
-    ``lmplz``), ``p(w | h)`` never exceeds the probability of some stored
-    n-gram ending in ``w``, so these are upper bounds over all histories.
-    """
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    best: dict[bytes, float] = {}
-    max_bo = float("-inf")
-    in_grams = False
-    with opener(path, "rb") as fh:
-        for raw in fh:
-            if raw.startswith(b"\\"):
-                in_grams = raw.rstrip().endswith(b"-grams:")
-                continue
-            if not in_grams:
-                continue
-            parts = raw.rstrip(b"\r\n").split(b"\t")
-            if len(parts) < 2:
-                continue
-            lp = float(parts[0])
-            w = parts[1].rsplit(b" ", 1)[-1]
-            if lp > best.get(w, -1e30):
-                best[w] = lp
-            if len(parts) > 2:
-                bo = float(parts[2])
-                if bo > max_bo:
-                    max_bo = bo
-    bounds = {w.decode("utf-8"): lp * LN10 for w, lp in best.items()}
-    return bounds, (max_bo * LN10 if max_bo != float("-inf") else 0.0)

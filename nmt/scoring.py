@@ -9,7 +9,7 @@ What the SMT floor (``smt_features``) may use of the neural models is here, and 
   ``generate`` the beam n-best of one source, ``encoder_summaries`` the summary ``c`` of phrases;
 * :class:`LMScorer` (an ``nmt-lm-train`` language model): ``score_sentences`` gives ln p of each
   sentence incl. ``</s>``, each from a fresh state; ``token_logprobs`` the per-token detail;
-* :func:`naming_checkpoint`: loading errors that name the checkpoint.
+* :func:`naming_checkpoint`: loading errors that name the checkpoint; :func:`set_threads`: torch's threads.
 
 Natural log everywhere; EOS is counted, BOS is not; unknown words are scored as ``<unk>`` and
 counted. Results come back in input order. This module imports torch only inside its functions.
@@ -48,6 +48,13 @@ def naming_checkpoint(ckpt: str | os.PathLike) -> Iterator[None]:
         if head and os.path.exists(head):  # already names its file (the checkpoint, or the vocabulary at fault)
             raise
         raise UsageError(f"{ckpt}: {text}") from None
+
+
+def set_threads(threads: int) -> None:
+    """Torch's intra-op threads for the scoring in this process (at least 1)."""
+    import torch
+
+    torch.set_num_threads(max(1, int(threads)))
 
 
 @dataclass

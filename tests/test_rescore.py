@@ -17,8 +17,10 @@ import pytest
 from conftest import refused
 
 from conftest import make_toy_data
-from nmt.formats.phrase_table import PhraseTableError, iter_phrase_table, write_phrase_table
-from smt_features.neural.rescore import RescoreConfig, rescore_table
+from nmt.formats.phrase_table import PhraseTableError, write_phrase_table
+from nmt.formats.phrase_table_reader import iter_phrase_table
+from smt_features.neural.rescore import rescore_table
+from smt_features.neural.rescore_config import RescoreConfig
 
 BIN = Path(sys.executable).parent
 FLOOR = math.exp(-100)
@@ -321,14 +323,15 @@ def test_reverse_model_in_the_wrong_direction_is_refused(setup, tmp_path: Path) 
 
 
 def test_no_torch_at_import() -> None:
-    code = ("import sys, smt_features.neural.rescore, smt_features.cli.rescore, smt_features.neural.inspect_phrases; "
+    code = ("import sys, smt_features.neural.rescore, smt_features.cli.rescore, smt_features.cli.rescore_sharded, "
+            "smt_features.cli.inspect_phrases; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 # -- smt-inspect-phrases ------------------------------------------------------------------------------
 def test_inspect_phrases_markdown(setup, tmp_path: Path) -> None:
-    from smt_features.neural.inspect_phrases import cli_main as inspect_main
+    from smt_features.cli.inspect_phrases import cli_main as inspect_main
 
     sources = tmp_path / "sources.txt"
     sources.write_text("s1 s2\ns1\nnot in table\n", encoding="utf-8")
@@ -355,21 +358,23 @@ def test_bf16_autocast_on_cpu_is_close(setup, tmp_path: Path) -> None:
 
 # -- the shard launcher (smt-rescore-sharded) --------------------------------------------------------------
 def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None:
-    from smt_features.neural.sharded import cli_main as launch_main, part_path
+    from smt_features.cli.rescore_sharded import cli_main as launch_main
+    from smt_features.neural.sharded import part_path
 
     single = tmp_path / "single.gz"
     _run(setup["table"], setup["fwd"], single, window=10, chunk_lines=20, wp_column=True)
     args = ["--table", str(setup["table"]), "--model", str(setup["fwd"]), "--window", "10", "--chunk-lines", "20",
             "--wp-column", "--threads", "1", "--progress", "false", "--floor", repr(FLOOR)]
     merged = tmp_path / "merged.gz"
-    assert launch_main(["--shards", "3", "--output", str(merged), "--dry-run", "--", *args]) == 0
+    assert launch_main(["--shards", "3", "--output", str(merged), "--dry-run", *args]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 4 and "--shard 2/3" in printed[2] and printed[3].startswith("cat ")
-    from smt_features.model.moses_ini import default_config, read_moses_ini
+    from smt_features.model.moses_ini import read_moses_ini
+    from smt_features.model.moses_ini_build import default_config
 
     ini = tmp_path / "moses.ini"
     default_config(str(setup["table"]), "lm.binary").write(ini)
-    assert launch_main(["--shards", "3", "--output", str(merged), "--", *args, "--moses-ini", str(ini)]) == 0
+    assert launch_main(["--shards", "3", "--output", str(merged), *args, "--moses-ini", str(ini)]) == 0
     assert merged.read_bytes() == single.read_bytes()
     merged_ini = read_moses_ini(f"{merged}.moses.ini")          # written once, after the merge, for the whole table
     assert merged_ini.feature("TranslationModel0").get("num-features") == "6"
@@ -377,23 +382,24 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
     assert not part_path(merged, 0, 3).exists()                  # parts removed after the merge
     # a missing table is refused before any shard starts (exit 2, the file named)
     bad = tmp_path / "bad.gz"
-    rc = launch_main(["--shards", "2", "--output", str(bad), "--keep-parts", "--",
+    rc = launch_main(["--shards", "2", "--output", str(bad), "--keep-parts",
                       "--table", str(tmp_path / "missing.gz"), *args[2:]])
     assert refused(capsys, "missing.gz", rc) and not bad.exists() and not part_path(bad, 0, 2).exists()
     # a shard that fails on a bad line: its FILE:LINE comes back with exit 2
     bad_table, _ = _bad_table(setup, tmp_path, {9: BAD_LINES[9]})
     merged_bad = tmp_path / "merged-bad.gz"
-    rc = launch_main(["--shards", "2", "--output", str(merged_bad), "--", "--table", str(bad_table), *args[2:]])
+    rc = launch_main(["--shards", "2", "--output", str(merged_bad), "--table", str(bad_table), *args[2:]])
     assert refused(capsys, r"bad\.gz:9: .*\(shard 0/2", rc) and not merged_bad.exists()
-    assert refused(capsys, None, launch_main(["--shards", "2", "--output", str(bad), "--", *args, "--shard", "0/2"]))
+    assert refused(capsys, None, launch_main(["--shards", "2", "--output", str(bad), *args, "--shard", "0/2"]))
 
 
 def test_moses_ini_for_the_rescored_table_loads_in_the_decoder(setup, tmp_path: Path) -> None:
     """--moses-ini: the written config points at the new table with num-features 4 + 2 and a 0.2 weight
     per new score; the decoder loads the table with it (the column count must match)."""
     pytest.importorskip("kenlm")
-    from smt_features.decode.decoder import build_decoder
-    from smt_features.model.moses_ini import default_config, read_moses_ini
+    from smt_features.decode.load import build_decoder
+    from smt_features.model.moses_ini import read_moses_ini
+    from smt_features.model.moses_ini_build import default_config
 
     data_dir = Path(__file__).parent / "data" / "decoder"
     ini = tmp_path / "moses.ini"

@@ -15,7 +15,8 @@ from conftest import make_toy_data, refused
 
 from smt_features.cli.rescore import cli_main as rescore_main
 from nmt.formats.phrase_table import PhraseTableError
-from smt_features.neural.rescore import OutputLock, count_table_lines, remove_stale_temps
+from smt_features.neural.output_lock import OutputLock, remove_stale_temps
+from smt_features.neural.table_windows import count_table_lines
 
 TABLE = "".join(f"s{i % 7} s{i % 3} ||| t{i % 5} ||| 0.5 0.{i % 9 + 1} 0.25 0.5 ||| 0-0 ||| 1 1 1 ||| |||\n"
                 for i in range(30))
@@ -143,7 +144,7 @@ def test_rerank_refuses_to_overwrite_its_nbest(tmp_path: Path, capsys) -> None:
 
 def test_inspect_refuses_a_line_with_another_score_count(model: Path, tmp_path: Path, capsys) -> None:
     """The 3-score line is the only line of the inspected source: it used to be read, printing 0.2 as φ(e|f)."""
-    from smt_features.neural.inspect_phrases import cli_main as inspect_main
+    from smt_features.cli.inspect_phrases import cli_main as inspect_main
 
     table = tmp_path / "pt"
     table.write_text("a ||| x ||| 0.5 0.5 0.5 0.5 ||| 0-0 ||| 1 1 1 ||| |||\n"

@@ -270,6 +270,20 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str = "utf-8",
         raise
 
 
+def fsync_dir(folder: PathLike) -> None:
+    """Flush ``folder``'s entries (the renames :func:`atomic_write` made there) to disk; best effort."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_output(path: PathLike, text: str) -> None:
     """Write a command's text result: to stdout for ``-``, else atomically to ``path``."""
     if str(path) == "-":

@@ -14,10 +14,11 @@ import logging
 import os
 import sys
 
-from nmt import config as nmt_config
-
-from smt_features.neural.rescore import RescoreConfig, rescore_table
+from nmt import config as C
 from nmt.errors import command
+
+from smt_features.neural.rescore import rescore_table
+from smt_features.neural.rescore_config import RescoreConfig
 
 
 @command("smt-rescore")
@@ -26,10 +27,9 @@ def cli_main(argv: list[str] | None = None) -> int:
     # torch is imported later (lazily): idle OpenMP threads then sleep instead of spinning, which matters
     # on a machine shared with other jobs (3x on a loaded 2-core box); set OMP_WAIT_POLICY to override.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    cfg = nmt_config.parse(RescoreConfig, argv, description=__doc__.splitlines()[0])
+    cfg = C.parse(RescoreConfig, argv, description=__doc__.splitlines()[0])
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    # bad input (PhraseTableError with FILE:LINE, a refused output, a missing file) -> exit 2 via @command
-    rescore_table(cfg)
+    rescore_table(cfg)  # bad input (PhraseTableError FILE:LINE, a refused output, a missing file): exit 2
     return 0
 
 

@@ -1,37 +1,66 @@
-"""``smt-rescore-sharded``: run ``smt-rescore`` as N line-range shards and merge them in order.
+"""The shard launcher of ``smt-rescore-sharded``: run ``smt-rescore`` as N line-range shards and merge them in order.
 
-Example (4 local processes, 1 thread each)::
+It takes ``smt-rescore``'s options (:class:`~smt_features.neural.rescore_config.RescoreConfig`, the same
+flags and ``--config`` keys) plus its own (:class:`LaunchConfig`). Example (4 local processes, 1 thread each)::
 
-    smt-rescore-sharded --shards 4 --output pt.rnn.gz -- \\
-        --table pt.gz --model work/model --threads 1 --resume
+    smt-rescore-sharded --shards 4 --output pt.rnn.gz --table pt.gz --model work/model --threads 1 --resume
 
 Example (4 hosts sharing the file system; ``{i}`` is the shard number)::
 
-    smt-rescore-sharded --shards 4 --output pt.rnn.gz --launcher "ssh node{i} cd $PWD &&" -- ...
+    smt-rescore-sharded --shards 4 --output pt.rnn.gz --launcher "ssh node{i} cd $PWD &&" --table ... --model ...
 
-Shard i runs ``smt-rescore ARGS --shard i/N --output OUTPUT.shard-i-of-N[.gz]`` (its log in
+Shard i runs ``smt-rescore OPTIONS --shard i/N --output OUTPUT.shard-i-of-N[.gz]`` (OPTIONS: the
+resolved options that differ from their defaults; its log in
 ``….log``) and, on success, leaves ``….done``. When all N are done, the parts are concatenated
 in shard order into OUTPUT (atomically; gzip members concatenate into one valid gzip file), which
 is byte-identical to a single ``smt-rescore`` run with the same settings, and the parts are
 removed (``--keep-parts`` keeps them). Re-running the same command skips shards already done;
-with ``--resume`` in ARGS an interrupted shard continues where it stopped. ``--dry-run`` prints
+with ``--resume`` an interrupted shard continues where it stopped. ``--dry-run`` prints
 the shard commands (e.g. for a batch scheduler) and the merge step instead of running them.
 """
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from nmt.config import field, flag_name
 from nmt.data.io import atomic_write
-from nmt.errors import EXIT_BAD_INPUT, UsageError, command, refuse_overwriting_inputs
+from nmt.errors import EXIT_BAD_INPUT, UsageError, refuse_overwriting_inputs
+from nmt.paths import resolve_checkpoint
 
-FORBIDDEN = ("--output", "--shard")
+from smt_features.neural.output_lock import OutputLock, remove_stale_temps
+from smt_features.neural.rescore import write_rescored_ini
+from smt_features.neural.rescore_config import RescoreConfig, appended_columns, check_paths
+
+
+@dataclass
+class LaunchConfig:
+    shards: int | None = field(None, required=True, help="number of line-range shards N")
+    launcher: str = field("", help="command prefix per shard, {i} = shard number (e.g. 'ssh node{i}'); "
+                                   "default: local processes")
+    keep_parts: bool = field(False, help="keep the shard outputs and logs after merging")
+    dry_run: bool = field(False, help="print the shard commands and exit")
+
+
+def rescore_flags(cfg: RescoreConfig) -> list[str]:
+    """``cfg``'s options that differ from their defaults as ``smt-rescore`` flags (``--output`` and
+    ``--shard`` left out: the launcher sets them per shard)."""
+    out: list[str] = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name in ("output", "shard") or value == f.default:
+            continue
+        text = ("true" if value else "false") if isinstance(value, bool) else repr(value) if isinstance(
+            value, float) else str(value)
+        out += [flag_name(f.name), text]
+    return out
 
 
 def part_path(output: str | Path, i: int, n: int) -> Path:
@@ -41,12 +70,12 @@ def part_path(output: str | Path, i: int, n: int) -> Path:
     return out.with_name(f"{out.name}.shard-{i}-of-{n}")
 
 
-def shard_command(args: list[str], output: str | Path, i: int, n: int, launcher: str = "") -> list[str]:
+def shard_command(cfg: RescoreConfig, i: int, n: int, launcher: str = "") -> list[str]:
     """The command line of shard ``i`` of ``n``: ``launcher`` (``{i}`` filled in, split like a shell
-    would) + ``python -m smt_features.cli.rescore ARGS --shard i/n --output PART``."""
+    would) + ``python -m smt_features.cli.rescore OPTIONS --shard i/n --output PART``."""
     prefix = shlex.split(launcher.replace("{i}", str(i))) if launcher else []
-    return [*prefix, sys.executable, "-m", "smt_features.cli.rescore", *args, "--shard", f"{i}/{n}",
-            "--output", str(part_path(output, i, n))]
+    return [*prefix, sys.executable, "-m", "smt_features.cli.rescore", *rescore_flags(cfg), "--shard", f"{i}/{n}",
+            "--output", str(part_path(cfg.output, i, n))]
 
 
 def merge_parts(output: str | Path, n: int) -> int:
@@ -68,10 +97,11 @@ def _done_marker(output: str | Path, i: int, n: int) -> Path:
     return Path(f"{part_path(output, i, n)}.done")
 
 
-def run_shards(args: list[str], output: str, n: int, *, launcher: str = "", keep_parts: bool = False,
+def run_shards(cfg: RescoreConfig, n: int, *, launcher: str = "", keep_parts: bool = False,
                poll: float = 0.5) -> None:
     """Run the missing shards concurrently, wait for all, merge; ``RuntimeError`` names a failed shard
     and its log (the other shards' outputs are kept for a re-run)."""
+    output = cfg.output
     procs: dict[int, tuple[subprocess.Popen, Path, object]] = {}
     for i in range(n):
         if _done_marker(output, i, n).is_file() and part_path(output, i, n).is_file():
@@ -79,7 +109,7 @@ def run_shards(args: list[str], output: str, n: int, *, launcher: str = "", keep
             continue
         log_path = Path(f"{part_path(output, i, n)}.log")
         log = open(log_path, "w", encoding="utf-8")
-        cmd = shard_command(args, output, i, n, launcher)
+        cmd = shard_command(cfg, i, n, launcher)
         print(f"shard {i}/{n}: {shlex.join(cmd)}  (log {log_path})", file=sys.stderr)
         procs[i] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log_path, log)
     failed = []
@@ -118,79 +148,39 @@ def run_shards(args: list[str], output: str, n: int, *, launcher: str = "", keep
                 p.unlink(missing_ok=True)
 
 
-def _write_ini(args: list[str], output: str) -> None:
-    """With ``--moses-ini`` among the shard options, write the merged table's decoder configuration
-    (the shards themselves do not)."""
-    from nmt import config as nmt_config
-    from smt_features.neural.rescore import RescoreConfig, appended_columns, write_rescored_ini
-
-    cfg = nmt_config.parse(RescoreConfig, [*args, "--output", output])
-    if cfg.moses_ini:
-        path = write_rescored_ini(cfg.moses_ini, output, len(appended_columns(cfg)), cfg.moses_ini_out)
-        print(f"decoder configuration: {path}", file=sys.stderr)
-
-
-@command("smt-rescore-sharded")
-def cli_main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--" in argv:
-        cut = argv.index("--")
-        own, rest = argv[:cut], argv[cut + 1:]
-    else:
-        own, rest = argv, []
-    parser = argparse.ArgumentParser(prog="smt-rescore-sharded", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shards", type=int, required=True, help="number of line-range shards N")
-    parser.add_argument("--output", required=True, help="the merged table (gzip if it ends in .gz)")
-    parser.add_argument("--launcher", default="", help="command prefix per shard, {i} = shard number "
-                                                       "(e.g. 'ssh node{i}'); default: local processes")
-    parser.add_argument("--keep-parts", action="store_true", help="keep the shard outputs and logs after merging")
-    parser.add_argument("--dry-run", action="store_true", help="print the shard commands and exit")
-    opts = parser.parse_args(own)
-    if opts.shards < 1:
-        parser.error("--shards must be >= 1")
-    bad = [a for a in rest if a.split("=", 1)[0] in FORBIDDEN]
-    if bad:
-        parser.error(f"{' '.join(bad)}: the launcher sets --output and --shard of each shard itself")
-    if not rest:
-        parser.error("give the smt-rescore options after '--' (at least --table and --model)")
-    if opts.dry_run:
-        for i in range(opts.shards):
-            print(shlex.join(shard_command(rest, opts.output, i, opts.shards, opts.launcher)))
-        parts = " ".join(shlex.quote(str(part_path(opts.output, i, opts.shards))) for i in range(opts.shards))
-        print(f"cat {parts} > {shlex.quote(opts.output)}")
-        return 0
-    check_inputs(rest, opts.output, opts.shards)
-    from smt_features.neural.rescore import OutputLock, remove_stale_temps
-
-    with OutputLock(opts.output, prog="smt-rescore-sharded"):  # one launcher per merged output
-        remove_stale_temps(opts.output, sidecars=(".moses.ini",))
-        # a shard that fails on bad input: exit 2 with its message; any other failure: RuntimeError, exit 1
-        run_shards(rest, opts.output, opts.shards, launcher=opts.launcher, keep_parts=opts.keep_parts)
-        _write_ini(rest, opts.output)
-    return 0
-
-
-def check_inputs(args: list[str], output: str, n: int) -> None:
+def check_inputs(cfg: RescoreConfig, n: int) -> None:
     """What can be judged before the shards start: the table and models exist, the table is not empty, no
     output (the merged table, a shard's part) is an input. Malformed lines are the shards' to report."""
-    from nmt import config as nmt_config
-    from nmt.paths import resolve_checkpoint
-    from smt_features.neural.rescore import RescoreConfig, _check_paths
-
-    cfg = nmt_config.parse(RescoreConfig, [*args, "--output", output])
-    if not cfg.table or not cfg.model:
-        raise UsageError("give --table and --model after '--'")
     ckpts = [resolve_checkpoint(cfg.model, cfg.checkpoint)]
     if cfg.reverse_model:
         ckpts.append(resolve_checkpoint(cfg.reverse_model, cfg.checkpoint))
-    _check_paths(cfg, ckpts)
+    check_paths(cfg, ckpts)
     for i in range(n):
-        part = str(part_path(output, i, n))
+        part = str(part_path(cfg.output, i, n))
         refuse_overwriting_inputs({f"shard {i}'s output": part}, {"--table": cfg.table, "--moses-ini": cfg.moses_ini})
     if os.path.getsize(cfg.table) == 0:
         raise UsageError(f"{cfg.table}: empty phrase table (no lines to rescore)")
 
 
-if __name__ == "__main__":
-    sys.exit(cli_main())
+def rescore_sharded(cfg: RescoreConfig, launch: LaunchConfig) -> None:
+    """Run ``cfg`` as ``launch.shards`` shards and merge them into ``cfg.output`` (see the module docstring);
+    with ``dry_run``, print the shard commands and the merge step instead."""
+    n = launch.shards
+    if n < 1:
+        raise UsageError("--shards must be >= 1")
+    if cfg.shard:
+        raise UsageError("--shard: the launcher sets --output and --shard of each shard itself")
+    if launch.dry_run:
+        for i in range(n):
+            print(shlex.join(shard_command(cfg, i, n, launch.launcher)))
+        parts = " ".join(shlex.quote(str(part_path(cfg.output, i, n))) for i in range(n))
+        print(f"cat {parts} > {shlex.quote(cfg.output)}")
+        return
+    check_inputs(cfg, n)
+    with OutputLock(cfg.output, prog="smt-rescore-sharded"):  # one launcher per merged output
+        remove_stale_temps(cfg.output, sidecars=(".moses.ini",))
+        # a shard that fails on bad input: exit 2 with its message; any other failure: RuntimeError, exit 1
+        run_shards(cfg, n, launcher=launch.launcher, keep_parts=launch.keep_parts)
+        if cfg.moses_ini:  # the merged table's decoder configuration (the shards themselves write none)
+            path = write_rescored_ini(cfg.moses_ini, cfg.output, len(appended_columns(cfg)), cfg.moses_ini_out)
+            print(f"decoder configuration: {path}", file=sys.stderr)

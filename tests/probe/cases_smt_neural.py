@@ -130,7 +130,7 @@ def _sharded_cases() -> None:
     out = lambda ws: ws.output("merged.gz")  # noqa: E731
 
     def argv(table, model=None):
-        return lambda ws: ["--shards", "2", "--output", str(out(ws)), "--", "--table", str(table(ws)), "--model",
+        return lambda ws: ["--shards", "2", "--output", str(out(ws)), "--table", str(table(ws)), "--model",
                            str(model(ws) if model else ws.model), "--checkpoint", "last", "--threads", "1",
                            "--progress", "false"]
 
@@ -146,13 +146,13 @@ def _sharded_cases() -> None:
                       where=lambda ws: ("model", None), outputs=outs))
     CASES.append(Case(
         "smt-rescore-sharded", "output-is-input",
-        lambda ws: ["--shards", "2", "--output", str(ws.table), "--", "--table", str(ws.table), "--model",
+        lambda ws: ["--shards", "2", "--output", str(ws.table), "--table", str(ws.table), "--model",
                     str(ws.model), "--checkpoint", "last"],
         where=lambda ws: ("toy.phrase-table", None)))
     # one case through real shard processes: the shard's FILE:LINE comes back, exit 2 (one shard: fast)
     CASES.append(Case(
         "smt-rescore-sharded", "table-score-count",
-        lambda ws: ["--shards", "1", "--output", str(out(ws)), "--", "--table",
+        lambda ws: ["--shards", "1", "--output", str(out(ws)), "--table",
                     str(ws.file("table.score-count", TABLE_HEAD + TABLE_FAULTS[2][1])), "--model", str(ws.model),
                     "--checkpoint", "last", "--threads", "1", "--progress", "false"],
         where=lambda ws: ("table.score-count", 2), outputs=outs))

@@ -4,12 +4,10 @@ from __future__ import annotations
 import pytest
 
 from nmt.data.io import DataError
-from smt_features.train import align as align_mod
+from smt_features.train import aligner as aligner_mod
+from smt_features.train.aligner import EflomalOptions, align_files, eflomal_align
 from smt_features.train.align import (
     SYMMETRIZATIONS,
-    EflomalOptions,
-    align_files,
-    eflomal_align,
     format_pharaoh,
     parse_pharaoh,
     read_alignments,
@@ -141,7 +139,7 @@ def test_lowercase_is_for_the_aligner_only(monkeypatch, tmp_path):
 
 
 def test_alignment_line_keeps_token_count():
-    assert align_mod._alignment_line(["a", "b\u00a0c", ""], False) == "a b_c _"
+    assert aligner_mod._alignment_line(["a", "b\u00a0c", ""], False) == "a b_c _"
 
 
 def _reference(forward, reverse, n_src, n_tgt, method):

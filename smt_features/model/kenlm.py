@@ -138,7 +138,7 @@ class KenLMEvalConfig:
 
 
 def sidecar_path(model_path: Path) -> Path:
-    """The ``.config.yaml`` record ``smt-kenlm train`` wrote beside a model (``ptb5.binary`` → ``ptb5.config.yaml``)."""
+    """The ``.config.yaml`` record ``smt-kenlm train`` wrote beside a model (``ptb5.binary``: ``ptb5.config.yaml``)."""
     stem = model_path.name
     for suffix in (".binary", ".arpa.gz", ".arpa", ".bin", ".klm"):
         if stem.endswith(suffix):

@@ -1,36 +1,18 @@
-"""Word alignment with eflomal in both directions, and symmetrization.
+"""Word alignments: Pharaoh ``i-j`` lines, symmetrization (Koehn's heuristics) and corpus checks.
 
-Pipeline: tokenized sentence pairs → eflomal (``eflomal.cython`` API of
-eflomal 2.0: ``read_text`` → ``write_text`` → ``align``, which runs the
-bundled ``eflomal`` binary and writes forward and reverse links) →
-symmetrization → Pharaoh lines ``i-j`` (0-based source index ``i``, target
-index ``j``).
-
-Case: by default the aligner sees **lowercased** tokens (``lowercase=True``;
-eflomal's own ``Aligner`` always lowercases), which pools the statistics of
-``A``/``a``. Lowercasing is for alignment only: indices refer to the
-tokens as given, and the phrase table keeps the case of the tokenized text
-it is built from (truecase or lowercase that text consistently, before
-alignment, if the decoder input is truecased/lowercased).
+Links are ``(i, j)`` points: 0-based source index ``i``, target index ``j``. The aligner that makes the
+two directional alignments symmetrized here is :mod:`smt_features.train.aligner` (eflomal).
 
 Both eflomal outputs use source-target order (eflomal README). The forward
 direction gives each target word at most one source word (Koehn's
 ``e2f``, e = target/English, f = source/foreign); the reverse direction gives
 each source word at most one target word (``f2e``).
-
-eflomal samples (Gibbs), so two runs can give slightly different alignments.
-Sentences of 1024 or more tokens (:data:`EFLOMAL_MAX_TOKENS`) are not aligned by
-eflomal (empty links); :func:`eflomal_align` says so in the log, with their
-count and first line numbers.
 """
 from __future__ import annotations
 
 import logging
 import os
-import tempfile
-import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from nmt.data.io import DataError, atomic_write, iter_lines, iter_parallel
 
@@ -55,11 +37,7 @@ CLEAN_CORPUS_RATIO = 9.0
 LISTED_LINES = 5
 
 
-class AlignmentError(RuntimeError):
-    """eflomal did not produce the expected output."""
-
-
-def _some_lines(indices: Sequence[int]) -> str:
+def some_lines(indices: Sequence[int]) -> str:
     """``"2, 7, 9"`` (1-based) for the first :data:`LISTED_LINES` 0-based indices, ``", ..."`` beyond."""
     shown = ", ".join(str(k + 1) for k in indices[:LISTED_LINES])
     return shown + (", ..." if len(indices) > LISTED_LINES else "")
@@ -78,7 +56,7 @@ def report_long_and_uneven(lengths: Sequence[tuple[int, int]], where: PathLike =
     if uneven:
         log.warning("%s: %d sentence pair(s) with a length ratio above %g (line(s) %s): kept, but check that "
                     "the files are line-aligned (Moses clean-corpus-n would drop them)", where, len(uneven),
-                    ratio, _some_lines(uneven))
+                    ratio, some_lines(uneven))
     return uneven
 
 
@@ -88,7 +66,7 @@ def report_unaligned(links: Sequence[Links], lengths: Sequence[tuple[int, int]],
     bare = [k for k, (a, (sl, tl)) in enumerate(zip(links, lengths)) if sl and tl and not a]
     if bare:
         log.warning("%s: %d sentence pair(s) without any alignment link (line(s) %s): they give no phrase pairs",
-                    where, len(bare), _some_lines(bare))
+                    where, len(bare), some_lines(bare))
     return bare
 
 
@@ -272,97 +250,6 @@ def symmetrize_corpus(forward: Sequence[Links], reverse: Sequence[Links],
     return out
 
 
-# --------------------------------------------------------------------------- eflomal
-
-@dataclass
-class EflomalOptions:
-    """Options passed to ``eflomal.cython.align`` (its defaults unless noted)."""
-
-    model: int = 3                 # 1 = IBM1, 2 = +HMM, 3 = +fertility
-    n_samplers: int = 2            # independent samplers (run in parallel by the binary)
-    rel_iterations: float = 1.0    # iterations relative to eflomal's default schedule
-    n_iterations: tuple[int, int, int] | None = None  # explicit (IBM1, HMM, fertility) iterations
-    null_prior: float = 0.2
-    quiet: bool = True
-
-
-def _alignment_line(tokens: Sequence[str], lowercase: bool) -> str:
-    line = " ".join(tokens)
-    if line.split() != list(tokens):   # a token with (unicode) whitespace, or an empty token
-        line = " ".join("".join("_" if ch.isspace() else ch for ch in t) or "_" for t in tokens)
-    return line.lower() if lowercase else line
-
-
-def _read_links(path: str, lengths: Sequence[tuple[int, int]], what: str) -> list[Links]:
-    out: list[Links] = []
-    with open(path, encoding="utf-8") as fh:
-        for k, line in enumerate(fh):
-            if k >= len(lengths):
-                raise AlignmentError(f"eflomal {what} links: more lines than the {len(lengths)} sentence pairs")
-            sl, tl = lengths[k]
-            try:
-                out.append(parse_pharaoh(line, sl, tl))
-            except ValueError as err:
-                raise AlignmentError(f"eflomal {what} links, line {k + 1}: {err}") from None
-    if len(out) != len(lengths):
-        raise AlignmentError(f"eflomal {what} links: {len(out)} lines for {len(lengths)} sentence pairs "
-                             f"(did the eflomal binary fail?)")
-    return out
-
-
-def eflomal_align(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequence[str]], *,
-                  lowercase: bool = True, options: EflomalOptions | None = None,
-                  tmp_dir: PathLike | None = None) -> tuple[list[Links], list[Links]]:
-    """Align tokenized sentence pairs with eflomal; returns ``(forward, reverse)`` links.
-
-    Both are lists of ``(src, tgt)`` points per sentence. ``lowercase``
-    lowercases the tokens the aligner sees (see the module docstring).
-    """
-    from eflomal import cython as efc  # eflomal 2.0: read_text, write_text, align
-
-    opts = options or EflomalOptions()
-    if len(src_sents) != len(tgt_sents):
-        raise ValueError(f"{len(src_sents)} source vs {len(tgt_sents)} target sentences")
-    lengths = [(len(s), len(t)) for s, t in zip(src_sents, tgt_sents)]
-    if not lengths:
-        return [], []
-    too_long = long_pairs(lengths)
-    if too_long:
-        log.warning("eflomal does not align sentences of %d or more tokens: %d sentence pair(s) left unaligned "
-                    "(line(s) %s)", EFLOMAL_MAX_TOKENS, len(too_long), _some_lines(too_long))
-    with tempfile.TemporaryDirectory(prefix="eflomal.", dir=tmp_dir) as tmp:
-        src_file = os.path.join(tmp, "src.eflomal")
-        tgt_file = os.path.join(tmp, "tgt.eflomal")
-        fwd_file = os.path.join(tmp, "links.fwd")
-        rev_file = os.path.join(tmp, "links.rev")
-        for sents, name in ((src_sents, src_file), (tgt_sents, tgt_file)):
-            # read_text(lines, lowercase, prefix_len, suffix_len) -> (index arrays, vocabulary)
-            indexed, vocab = efc.read_text((_alignment_line(s, False) for s in sents), lowercase, 0, 0)
-            with open(name, "wb") as fh:
-                efc.write_text(fh, tuple(indexed), len(vocab))
-        efc.align(src_file, tgt_file,
-                  links_filename_fwd=fwd_file, links_filename_rev=rev_file,
-                  model=opts.model, n_iterations=opts.n_iterations, n_samplers=opts.n_samplers,
-                  quiet=opts.quiet, rel_iterations=opts.rel_iterations, null_prior=opts.null_prior)
-        for name in (fwd_file, rev_file):
-            if not os.path.exists(name):
-                raise AlignmentError(f"eflomal wrote no {os.path.basename(name)} (binary failed?)")
-        forward = _read_links(fwd_file, lengths, "forward")
-        reverse = _read_links(rev_file, lengths, "reverse")
-    return forward, reverse
-
-
-def word_align(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequence[str]], *,
-               method: str = "grow-diag-final-and", lowercase: bool = True,
-               options: EflomalOptions | None = None, processes: int = 1) -> list[Links]:
-    """eflomal both ways + symmetrization; one sorted list of ``(src, tgt)`` points per pair."""
-    if method not in SYMMETRIZATIONS:
-        raise ValueError(f"unknown symmetrization {method!r}; choose from {SYMMETRIZATIONS}")
-    forward, reverse = eflomal_align(src_sents, tgt_sents, lowercase=lowercase, options=options)
-    lengths = [(len(s), len(t)) for s, t in zip(src_sents, tgt_sents)]
-    return symmetrize_corpus(forward, reverse, lengths, method, processes)
-
-
 def read_tokenized_parallel(src_path: PathLike, tgt_path: PathLike) -> tuple[list[list[str]], list[list[str]]]:
     """Tokenized parallel files (space-separated tokens) → two lists of token lists.
 
@@ -376,28 +263,8 @@ def read_tokenized_parallel(src_path: PathLike, tgt_path: PathLike) -> tuple[lis
     return src, tgt
 
 
-def align_files(src_path: PathLike, tgt_path: PathLike, out_path: PathLike, *,
-                method: str = "grow-diag-final-and", lowercase: bool = True,
-                options: EflomalOptions | None = None, forward_out: PathLike | None = None,
-                reverse_out: PathLike | None = None, processes: int = 1) -> list[Links]:
-    """Align two tokenized files; write the symmetrized Pharaoh file (and optionally both directions)."""
-    src, tgt = read_tokenized_parallel(src_path, tgt_path)
-    t0 = time.perf_counter()
-    forward, reverse = eflomal_align(src, tgt, lowercase=lowercase, options=options)
-    log.info("eflomal: %d pairs in %.1f s", len(src), time.perf_counter() - t0)
-    lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
-    links = symmetrize_corpus(forward, reverse, lengths, method, processes)
-    if forward_out is not None:
-        write_alignments(forward_out, forward)
-    if reverse_out is not None:
-        write_alignments(reverse_out, reverse)
-    write_alignments(out_path, links)
-    return links
-
-
 __all__ = [
-    "EFLOMAL_MAX_TOKENS", "long_pairs", "report_long_and_uneven", "report_unaligned",
-    "SYMMETRIZATIONS", "AlignmentError", "EflomalOptions", "align_files", "eflomal_align",
+    "EFLOMAL_MAX_TOKENS", "long_pairs", "report_long_and_uneven", "report_unaligned", "SYMMETRIZATIONS",
     "format_pharaoh", "parse_pharaoh", "read_alignments", "read_tokenized_parallel", "symmetrize",
-    "symmetrize_corpus", "word_align", "write_alignments",
+    "symmetrize_corpus", "write_alignments",
 ]

@@ -29,9 +29,10 @@ from nmt.data.io import DataError
 from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.formats.phrase_table_check import check_phrase_table
 
-from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, EflomalOptions, eflomal_align,
-                                      long_pairs, read_alignments, read_tokenized_parallel, report_long_and_uneven,
-                                      report_unaligned, symmetrize_corpus, write_alignments)
+from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, long_pairs, read_alignments,
+                                      read_tokenized_parallel, report_long_and_uneven, report_unaligned,
+                                      symmetrize_corpus, write_alignments)
+from smt_features.train.aligner import EflomalOptions, eflomal_align
 from smt_features.train.phrases import build_phrase_table
 from smt_features.train.spans import DEFAULT_MAX_PHRASE_LENGTH
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from smt_features.model.moses_ini import (
-    MosesIniError, apply_weight_overrides, default_config, parse_moses_ini, parse_weight_string, read_moses_ini,
+    MosesIniError, apply_weight_overrides, parse_moses_ini, parse_weight_string, read_moses_ini,
 )
+from smt_features.model.moses_ini_build import default_config
 from nmt.formats.nbest import (
     NBestEntry, NBestError, format_nbest_line, iter_nbest, parse_nbest_line, read_nbest, write_nbest,
 )

@@ -81,7 +81,7 @@ def test_uneven_pairs_are_reported(caplog):
 
 
 def _ini(tmp_path: Path) -> Path:
-    from smt_features.model.moses_ini import default_config
+    from smt_features.model.moses_ini_build import default_config
 
     ini = tmp_path / "moses.ini"
     default_config(str(DECODER_DATA / "toy.phrase-table"), str(DECODER_DATA / "toy.arpa"), lm_order=2).write(ini)

@@ -41,7 +41,8 @@ The syntax is Moses's (the "v2" format that ``train-model.perl`` writes)::
   (``[input-factors]``, ``[mapping]``, …) are kept and written back as they
   were.
 
-Every error names the file and line (:class:`MosesIniError`).
+Every error names the file and line (:class:`MosesIniError`). Building one for a
+system is :mod:`smt_features.model.moses_ini_build`.
 """
 from __future__ import annotations
 
@@ -393,58 +394,3 @@ def apply_weight_overrides(cfg: MosesConfig, overrides: Mapping[str, Sequence[fl
         if len(values) != expected:
             raise MosesIniError(source, 1, f"{name} needs {expected} weight(s), got {len(values)}")
         cfg.weights[name] = [float(v) for v in values]
-
-
-def with_rescored_table(cfg: MosesConfig, table: str, new_columns: int, *, feature: str = "TranslationModel0",
-                        weight: float = 0.2) -> MosesConfig:
-    """A copy of ``cfg`` whose phrase table ``feature`` reads ``table``, which has ``new_columns`` more scores.
-
-    ``num-features`` grows by ``new_columns`` and each new score gets the starting weight ``weight``
-    (0.2, as ``train-model.perl`` gives every phrase-table score); the other weights are kept.
-    """
-    if new_columns < 1:
-        raise ValueError("new_columns must be >= 1")
-    out = cfg.copy()
-    try:
-        f = out.feature(feature)
-    except KeyError:
-        raise MosesIniError(cfg.path or "<moses.ini>", 1, f"no phrase-table feature named {feature}") from None
-    if not f.type.startswith("PhraseDictionary"):
-        raise MosesIniError(cfg.path or "<moses.ini>", f.line_no, f"{feature} is a {f.type}, not a phrase table")
-    old = int(f.get("num-features", "0") or 0)
-    f.args["num-features"] = str(old + new_columns)
-    f.args["path"] = table
-    out.weights[feature] = list(out.weights.get(feature, [0.2] * old)) + [weight] * new_columns
-    return out
-
-
-def default_config(phrase_table: str, lm: str, *, num_tm_features: int = 4, lm_order: int = 5,
-                   table_limit: int = 20, distortion_limit: int = 6) -> MosesConfig:
-    """The moses.ini ``train-model.perl`` writes for a distance-reordering system, with its default weights."""
-    lines = f"""
-[input-factors]
-0
-
-[mapping]
-0 T 0
-
-[distortion-limit]
-{distortion_limit}
-
-[feature]
-UnknownWordPenalty
-WordPenalty
-PhrasePenalty
-PhraseDictionaryMemory name=TranslationModel0 num-features={num_tm_features} path={phrase_table} input-factor=0 output-factor=0 table-limit={table_limit}
-Distortion
-KENLM name=LM0 factor=0 path={lm} order={lm_order}
-
-[weight]
-UnknownWordPenalty0= 1
-WordPenalty0= -1
-PhrasePenalty0= 0.2
-TranslationModel0= {' '.join(['0.2'] * num_tm_features)}
-Distortion0= 0.3
-LM0= 0.5
-"""
-    return parse_moses_ini(lines, "<default moses.ini>")

@@ -130,7 +130,7 @@ class Workspace:
 
     @cached_property
     def moses_ini(self) -> Path:
-        from smt_features.model.moses_ini import default_config
+        from smt_features.model.moses_ini_build import default_config
 
         path = self.inputs / "moses.ini"
         if not path.exists():

@@ -181,7 +181,7 @@ def _kenlm_cases() -> None:
 
 def _ini_text(ws, table: Path | str, lm: Path | str | None = None, num_features: int = 4,
               weights: int | None = None) -> str:
-    from smt_features.model.moses_ini import default_config
+    from smt_features.model.moses_ini_build import default_config
 
     text_ = default_config(str(table), str(lm or ws.arpa), lm_order=2).to_text()
     text_ = text_.replace("num-features=4", f"num-features={num_features}")

@@ -219,3 +219,45 @@ def test_multi30k_nmt_quick_tiny(tmp_path: Path) -> None:
         assert any(h.strip() for h in hyp)
         assert sum(h == s for h, s in zip(hyp, src)) < 10
     assert "BLEU" in out
+
+
+def test_recipes_share_recipes_lib_and_hold_no_inline_python() -> None:
+    """Every recipe script sources recipes/lib/common.sh; none runs Python from a heredoc or -c, and none
+    reaches into another recipe's folder for a script (shared pieces live in recipes/lib)."""
+    scripts = sorted((ROOT / "recipes").glob("*/*.sh"))
+    assert scripts
+    for path in scripts:
+        text = path.read_text(encoding="utf-8")
+        folder = path.parent.name
+        if folder != "lib":
+            assert 'source "$(dirname "$0")/../lib/common.sh"' in text, path
+        assert not re.search(r"python\"? +(-c|- )|<<'?(PY|EOF)", text), path
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        others = {m.group(1) for m in re.finditer(r"recipes/(\w+)/\w+\.(?:sh|py)", code)} - {folder, "lib"}
+        if folder == "multi30k_enfr":
+            others -= {"ptb_lm"}  # lm_rerank.sh trains the French LMs with recipes/ptb_lm/run.sh
+        assert not others, (path, others)
+
+
+def test_config_value_and_run_step(tmp_path: Path) -> None:
+    cfg = ROOT / "recipes" / "multi30k_enfr" / "config.yaml"
+    lib = ROOT / "recipes" / "lib"
+
+    def value(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(lib / "config_value.py"), *args], capture_output=True,
+                              text=True, timeout=60)
+    assert value(f"{cfg}:smt_quick", "mert_nbest").stdout == "20\n"
+    assert value(f"{cfg}:smt", "mert_max_iterations").stdout == ""          # empty: the command's default
+    assert value(f"{cfg}:prepare", "test_splits").stdout == "test_2016_flickr\ntest_2017_flickr\n"
+    missing = value(f"{cfg}:smt", "no_such_key")
+    assert missing.returncode == 1 and "no no_such_key in smt" in missing.stderr
+    flags = value("--flags", f"{ROOT / 'recipes' / 'reverse_copy' / 'config.yaml'}:quick").stdout.split("\n")
+    assert flags[0].startswith("--")
+    # run_step reuses a finished step (its output exists) and runs the command otherwise
+    script = tmp_path / "s.sh"
+    script.write_text(f'source "{lib}/common.sh"\n'
+                      f'run_step a "{tmp_path}/out" -- touch "{tmp_path}/ran1"\n'
+                      f'touch "{tmp_path}/out"\n'
+                      f'run_step b "{tmp_path}/out" -- touch "{tmp_path}/ran2"\n', encoding="utf-8")
+    run(str(script))
+    assert (tmp_path / "ran1").exists() and not (tmp_path / "ran2").exists()

@@ -1,4 +1,4 @@
-"""BLEU / chrF table over MERT runs, and translation examples, for the Multi30k SMT recipes.
+"""The results of the SMT recipes' MERT runs: the BLEU / chrF table (mean ± sd over runs) and translation examples.
 
     summarize.py --runs 3 --system Baseline=WORK/tune --system +RNN=WORK/rnn.tune [--out-json DIR]
     summarize.py --examples --text SMT/text --run 1 --system Baseline=WORK/tune --system +all=WORK/all

@@ -118,7 +118,7 @@ def perplexity_section(exp_dir: Path) -> Section:
 
 def examples_section(exp_dir: Path) -> Section:
     """``DIR/examples.json``: sentences where systems differ, ``{"title": …, "examples": [{"id": 12, "source": …,
-    "reference": …, "outputs": {"Baseline": …, "+all": …}}, …]}`` (``recipes/multi30k_enfr/summarize.py
+    "reference": …, "outputs": {"Baseline": …, "+all": …}}, …]}`` (``recipes/lib/summarize.py
     --examples --json``)."""
     sec = Section("Translation examples")
     path = exp_dir / "examples.json"

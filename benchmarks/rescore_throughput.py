@@ -56,8 +56,10 @@ import torch  # noqa: E402
 from nmt.model_io import load_translation_model  # noqa: E402
 from nmt.rescoring_engine import RescoringEngine, flops_per_pair  # noqa: E402
 from nmt.formats.phrase_table_reader import iter_phrase_table  # noqa: E402
-from smt_features.neural.rescore import RescoreConfig, TableLines, make_plan, read_windows, rescore_table, \
-    resolve_checkpoint
+from nmt.paths import resolve_checkpoint  # noqa: E402
+from smt_features.neural.rescore import rescore_table  # noqa: E402
+from smt_features.neural.rescore_config import RescoreConfig, make_plan  # noqa: E402
+from smt_features.neural.table_windows import TableLines, read_windows  # noqa: E402
 
 
 def head_table(src: str, dst: Path, lines: int, repeat: int = 1) -> int:
@@ -158,7 +160,8 @@ def peak_rss_of_run(table: Path, model: str, out: Path, args) -> tuple[float, fl
     kernel carries the forked copy of this (large) benchmark process across
     ``exec`` into it.
     """
-    code = ("import re; from smt_features.neural.rescore import RescoreConfig, rescore_table; "
+    code = ("import re; from smt_features.neural.rescore import rescore_table; "
+            "from smt_features.neural.rescore_config import RescoreConfig; "
             f"rescore_table(RescoreConfig(table={str(table)!r}, model={model!r}, output={str(out)!r}, "
             f"threads={args.threads}, window={args.window}, chunk_lines={args.window * 5}, "
             f"max_tokens={args.max_tokens}, progress=False)); "

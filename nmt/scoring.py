@@ -51,10 +51,10 @@ def naming_checkpoint(ckpt: str | os.PathLike) -> Iterator[None]:
 
 
 def set_threads(threads: int) -> None:
-    """Torch's intra-op threads for the scoring in this process (at least 1)."""
+    """Torch's intra-op threads for the scoring in this process (``torch.set_num_threads``)."""
     import torch
 
-    torch.set_num_threads(max(1, int(threads)))
+    torch.set_num_threads(threads)
 
 
 @dataclass

@@ -28,9 +28,9 @@ def cli_main(argv: list[str] | None = None) -> int:
     check_repeats(argv)
     cfg = C.parse(RerankConfig, argv, description=__doc__)
     if cfg.lm or cfg.encdec:
-        import torch
+        from nmt.scoring import set_threads
 
-        torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
     run(cfg)  # bad input (NBestError FILE:LINE, a refused output, a missing file): exit 2 via @command
     return 0
 

@@ -82,7 +82,7 @@ def inspect_phrases(cfg: InspectConfig) -> str:
         raise UsageError("--top and --column must be positive, --generate non-negative")
     ckpt = resolve_checkpoint(cfg.model, cfg.checkpoint)
     check_paths(cfg, ckpt)
-    set_threads(cfg.threads)
+    set_threads(max(1, cfg.threads))
     sources = [tuple(line.split()) for line in iter_lines(cfg.sources, allow_empty=True) if line.strip()]
     if not sources:
         raise UsageError(f"{cfg.sources}: no source phrases (the file is empty)")

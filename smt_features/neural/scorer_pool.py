@@ -33,7 +33,7 @@ def build_scorers(spec: EngineSpec):
     """The (forward, reverse or None) :class:`~nmt.scoring.PairScorer` of ``spec``."""
     from nmt.scoring import PairScorer, naming_checkpoint, set_threads
 
-    set_threads(spec.threads)
+    set_threads(max(1, spec.threads))
     kw = dict(max_tokens=spec.max_tokens, device=spec.device, amp=spec.amp, softmax_block=spec.softmax_block)
     engines = []
     for model in (spec.model, spec.reverse_model):

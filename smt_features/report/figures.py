@@ -76,10 +76,9 @@ def rmn_attention(model_path: str | Path, words: Sequence[str]) -> tuple[Any, li
     """Attention of an RMN LM (``nmt-lm-train --arch rm/rmr``) over one sentence read from a fresh
     state: array [T, n] (row t: input position t, the start symbol first; column k: the word k
     positions back, k = 0 the current one) and the row labels (:mod:`nmt.analysis.rmn_attention`)."""
-    from nmt.analysis.rmn_attention import sentence_attention
-    from nmt.lm_loading import load_language_model
+    from nmt.scoring import LMScorer
 
-    item = sentence_attention(load_language_model(model_path), [list(words)])[0]
+    item = LMScorer.load(model_path).attention([list(words)])[0]
     return item.weights, item.inputs
 
 

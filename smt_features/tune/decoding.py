@@ -49,7 +49,8 @@ def absolute_paths(cfg: Any) -> Any:
     return out
 
 
-def decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]], base: Any) -> tuple[Path, Path, float]:
+def decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]], base: Any
+           ) -> tuple[Path, Path, float]:
     """Run the decoder for iteration ``it``; returns (n-best, 1-best, seconds). Skips a finished decode."""
     nbest_path = work / f"run{it}.best{cfg.nbest}.out"
     out_path = work / f"run{it}.out"

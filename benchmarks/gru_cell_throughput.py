@@ -22,7 +22,7 @@ import torch  # noqa: E402
 
 from nmt.data.batching import bucketed_batches  # noqa: E402
 from nmt.models.gru_encdec import config_with_preset, build_model  # noqa: E402
-from nmt.train import OptimConfig, build_optimizer  # noqa: E402
+from nmt.train_config import OptimConfig, build_optimizer  # noqa: E402
 from nmt.translation_data import TranslationDataConfig, TranslationTask  # noqa: E402
 
 

@@ -26,6 +26,7 @@ from nmt.data.io import DataError, atomic_write, check_parallel_lengths, iter_pa
 from nmt.data.special import UNK
 from nmt.data.tokenize import MosesTokenizer
 from nmt.data.vocab import SentencePieceVocab, Vocabulary
+from nmt.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +234,7 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``nmt-prepare``."""
     cfg = nmt_config.parse(PrepareConfig, argv, description=__doc__.splitlines()[0])
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(verbose=True)
     try:
         prepare_parallel(cfg)
     except (ValueError, FileNotFoundError) as err:  # DataError, CorpusNotFound, bad options

@@ -1,5 +1,8 @@
 """One trainer for translation models and LMs: checkpoints, exact resume, early stopping, DDP.
 
+Its options, the optimiser and the learning-rate schedule are in :mod:`nmt.train_config`, the
+running parameter average in :mod:`nmt.weight_average`.
+
 A *task* supplies the data and the loss (see ``TrainingTask``); the trainer owns
 the loop: batch order, loss normalisation, gradient clipping, the learning-rate
 schedule, weight averaging, evaluation and checkpoints. Everything needed to
@@ -15,14 +18,11 @@ slice of every global batch, and rank 0 writes checkpoints and logs.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
 import math
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,63 +33,13 @@ from tqdm import tqdm
 
 from nmt import checkpoint as ckpt
 from nmt import distributed
-from nmt.config import field
 from nmt.data.batching import bucketed_batches
 from nmt.data.io import atomic_write, remove_stale_temp_files
+from nmt.logs import add_file_log, remove_file_log
+from nmt.train_config import LoopConfig, OptimConfig, TrainState, build_optimizer, initial_lr, scheduled_lr
+from nmt.weight_average import ParameterAverage
 
 log = logging.getLogger("nmt.train")
-
-SCHEDULES = ("constant", "epoch", "plateau")
-AVERAGING = ("none", "on_stall")
-
-
-@dataclass
-class OptimConfig:
-    optimizer: str = field("adadelta", help="adadelta (paper: rho 0.95, eps 1e-6), adam or sgd")
-    lr: float | None = field(None, help="learning rate (default: 1.0 adadelta, 1e-3 adam, 1.0 sgd)")
-    adadelta_rho: float = field(0.95, help="Adadelta decay rho (paper: 0.95)")
-    adadelta_eps: float = field(1e-6, help="Adadelta epsilon (paper: 1e-6)")
-    clip_norm: float = field(1.0, help="clip the global gradient norm to this (0 = off)")
-    adam_beta1: float = field(0.9, help="Adam beta1 (Mogrifier paper: 0)")
-    adam_beta2: float = field(0.999, help="Adam beta2")
-    weight_decay: float = field(0.0, help="L2 weight decay of the optimizer")
-    lr_schedule: str = field("constant", help="'constant'; 'epoch': lr * lr_decay^max(0, epoch - lr_decay_start) "
-                                              "with 1-based epochs (RMN paper: SGD lr 1 halved after the 4th); "
-                                              "'plateau': lr * lr_decay^(dev evaluations that did not improve)")
-    lr_decay: float = field(0.5, help="factor of the 'epoch' and 'plateau' schedules")
-    lr_decay_start: int = field(4, help="'epoch' schedule: epochs 1..N run at the full lr")
-
-    def __post_init__(self) -> None:
-        if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
-
-
-@dataclass
-class LoopConfig:
-    out_dir: str = field("work/model", help="folder for checkpoints, logs and the resolved config")
-    batch_size: int = field(64, help="examples per update (paper: 64 phrase pairs); with N processes "
-                                     "(torchrun) the global batch, each process takes 1/N of it")
-    max_tokens: int | None = field(None, help="also cap padded target tokens per batch")
-    max_epochs: int = field(10, help="stop after this many epochs")
-    max_updates: int | None = field(None, help="stop after this many updates")
-    save_every: int = field(500, help="write checkpoint_last.pt every N updates (and at each epoch end)")
-    eval_every: int = field(0, help="evaluate on dev every N updates (0 = at each epoch end)")
-    patience: int = field(3, help="early stopping: evaluations without dev improvement before stopping (0 = off)")
-    average: str = field("none", help="'none' or 'on_stall': once a dev evaluation does not improve, keep a "
-                                      "running mean of the parameters after every update, used for evaluation "
-                                      "and checkpoint_best (Mogrifier paper)")
-    seed: int = field(1, help="random seed (init, batching, dropout)")
-    threads: int = field(2, help="torch intra-op threads")
-    device: str = field("cpu", help="cpu or cuda (under torchrun: process r uses cuda:LOCAL_RANK, nccl)")
-    resume: bool = field(False, help="continue from out_dir/checkpoint_last.pt")
-    overwrite: bool = field(False, help="out_dir holds a trained model: delete that run's checkpoints, history and "
-                                        "logs and train anew (without it or --resume such an out_dir is refused)")
-    log_every: int = field(100, help="write a log line every N updates")
-    progress: bool = field(True, help="show a tqdm progress bar")
-
-    def __post_init__(self) -> None:
-        if self.average not in AVERAGING:
-            raise ValueError(f"average must be one of {AVERAGING}, got {self.average!r}")
 
 
 class TrainingTask(Protocol):
@@ -124,62 +74,6 @@ class TrainingTask(Protocol):
     def checkpoint_extras(self) -> dict[str, Any]: ...
 
 
-def initial_lr(cfg: OptimConfig) -> float:
-    if cfg.lr is not None:
-        return cfg.lr
-    return 1e-3 if cfg.optimizer.lower() == "adam" else 1.0
-
-
-def build_optimizer(cfg: OptimConfig, params) -> torch.optim.Optimizer:
-    name = cfg.optimizer.lower()
-    lr = initial_lr(cfg)
-    if name == "adadelta":
-        return torch.optim.Adadelta(params, lr=lr, rho=cfg.adadelta_rho, eps=cfg.adadelta_eps,
-                                    weight_decay=cfg.weight_decay)
-    if name == "adam":
-        return torch.optim.Adam(params, lr=lr, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay)
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=cfg.weight_decay)
-    raise ValueError(f"unknown optimizer {cfg.optimizer!r}: adadelta, adam or sgd")
-
-
-@dataclass
-class TrainState:
-    step: int = 0
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    best_dev: float = math.inf
-    bad_evals: int = 0
-    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-
-
-def scheduled_lr(cfg: OptimConfig, base_lr: float, state: TrainState) -> float:
-    """The learning rate for the next update: a function of the trainer's state only (so a
-    resumed run follows the same schedule)."""
-    if cfg.lr_schedule == "epoch":
-        return base_lr * cfg.lr_decay ** max(0, state.epoch + 1 - cfg.lr_decay_start)
-    if cfg.lr_schedule == "plateau":
-        best, bad = math.inf, 0
-        for h in state.history:
-            if "dev_loss" in h:
-                if h["dev_loss"] < best - 1e-6:
-                    best = h["dev_loss"]
-                else:
-                    bad += 1
-        return base_lr * cfg.lr_decay ** bad
-    return base_lr
-
-
-def _setup_logging(out_dir: Path) -> logging.Handler:
-    """Send the ``nmt`` logger to ``out_dir/train.log`` (the caller removes the handler when done)."""
-    handler = logging.FileHandler(out_dir / "train.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    root = logging.getLogger("nmt")
-    root.setLevel(logging.INFO)
-    root.addHandler(handler)
-    return handler
-
-
 class Trainer:
     def __init__(self, model: nn.Module, task: TrainingTask, loop: LoopConfig, optim: OptimConfig,
                  resolved_config: dict[str, Any]):
@@ -201,8 +95,7 @@ class Trainer:
         self.base_lr = initial_lr(optim)
         self.state = TrainState()
         self.lengths = None if hasattr(task, "batches_for_epoch") else task.train_lengths()
-        self.average: dict[str, torch.Tensor] | None = None  # running mean of the parameters
-        self.average_count = 0
+        self.average = ParameterAverage()  # running mean of the parameters (loop.average)
         self.run_tokens = 0        # training tokens of this run (all ranks)
         self.eval_seconds = 0.0    # spent in evaluate() in this run
 
@@ -224,9 +117,8 @@ class Trainer:
             }
             if self.device.type == "cuda":
                 state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
-            if with_average and self.average is not None:
-                state["average"] = {"count": self.average_count,
-                                    "params": {k: v.detach().cpu() for k, v in self.average.items()}}
+            if with_average and self.average.started:
+                state["average"] = self.average.to_checkpoint()
             ckpt.save_checkpoint(state, path)
             with atomic_write(self.out_dir / "history.json") as fh:
                 json.dump(self.state.history, fh, indent=1)
@@ -247,8 +139,7 @@ class Trainer:
         self.state = TrainState(**state["train_state"])
         avg = state.get("average")
         if avg is not None:
-            self.average = {k: v.to(self.device) for k, v in avg["params"].items()}
-            self.average_count = int(avg["count"])
+            self.average.load(avg, self.device)
         load_extras = getattr(self.task, "load_extras", None)
         if load_extras is not None:
             load_extras(state)
@@ -277,39 +168,15 @@ class Trainer:
     def _update_average(self) -> None:
         if self.loop.average != "on_stall":
             return
-        params = dict(self.model.named_parameters())
-        with torch.no_grad():
-            if self.average is None:
-                if self.state.bad_evals < 1:
-                    return
-                self.average = {k: p.detach().clone() for k, p in params.items()}
-                self.average_count = 1
-                st = self.state
-                st.history.append({"step": st.step, "epoch": st.epoch, "average": "started"})
-                log.info("update %d: dev loss stalled, averaging the parameters from now on", st.step)
+        if not self.average.started:
+            if self.state.bad_evals < 1:
                 return
-            self.average_count += 1
-            weight = 1.0 / self.average_count
-            for k, p in params.items():
-                self.average[k].lerp_(p.detach(), weight)
-
-    @contextlib.contextmanager
-    def averaged_weights(self) -> Iterator[None]:
-        """Swap the running average into the model for the block (no-op without one)."""
-        if self.average is None:
-            yield
+            self.average.start(self.model)
+            st = self.state
+            st.history.append({"step": st.step, "epoch": st.epoch, "average": "started"})
+            log.info("update %d: dev loss stalled, averaging the parameters from now on", st.step)
             return
-        params = dict(self.model.named_parameters())
-        with torch.no_grad():
-            backup = {k: p.detach().clone() for k, p in params.items()}
-            for k, p in params.items():
-                p.copy_(self.average[k])
-        try:
-            yield
-        finally:
-            with torch.no_grad():
-                for k, p in params.items():
-                    p.copy_(backup[k])
+        self.average.add(self.model)
 
     # -- evaluation ------------------------------------------------------------------------------
     def evaluate(self) -> dict[str, float]:
@@ -335,7 +202,7 @@ class Trainer:
         return {"dev_loss": loss, "dev_ppl": math.exp(min(loss, 50.0)), "dev_tokens": tokens}
 
     def _eval_and_maybe_stop(self) -> bool:
-        with self.averaged_weights():
+        with self.average.swapped_in(self.model):
             metrics = self.evaluate()
             st = self.state
             improved = metrics["dev_loss"] < st.best_dev - 1e-6
@@ -345,10 +212,10 @@ class Trainer:
             else:
                 st.bad_evals += 1
             st.history.append({"step": st.step, "epoch": st.epoch, **metrics,
-                               **({"averaged": self.average_count} if self.average is not None else {})})
+                               **({"averaged": self.average.count} if self.average.started else {})})
             log.info("update %d epoch %d dev loss %.4f nats/token ppl %.2f over %d tokens%s%s", st.step, st.epoch,
                      metrics["dev_loss"], metrics["dev_ppl"], metrics["dev_tokens"],
-                     f" (average of {self.average_count} updates)" if self.average is not None else "",
+                     f" (average of {self.average.count} updates)" if self.average.started else "",
                      " (best)" if improved else "")
             if improved:
                 self.save(self.out_dir / "checkpoint_best.pt", with_average=False)
@@ -399,13 +266,12 @@ class Trainer:
         return total_nll, total_tok
 
     def train(self) -> TrainState:
-        handler = _setup_logging(self.out_dir) if self.dist.is_main else None
+        handler = add_file_log(self.out_dir / "train.log") if self.dist.is_main else None
         try:
             return self._train()
         finally:
             if handler is not None:
-                logging.getLogger("nmt").removeHandler(handler)
-                handler.close()
+                remove_file_log(handler)
 
     def _train(self) -> TrainState:
         torch.set_num_threads(self.loop.threads)

@@ -178,7 +178,7 @@ def test_config_sections_parse():
 
     from nmt import config as C
     from nmt.models.gru_encdec import PRESETS, GRUEncDecConfig
-    from nmt.train import LoopConfig, OptimConfig
+    from nmt.train_config import LoopConfig, OptimConfig
     from nmt.translation_data import TranslationDataConfig
 
     cfg = yaml.safe_load((RECIPE / "config.yaml").read_text(encoding="utf-8"))

@@ -13,8 +13,8 @@ from nmt.errors import command, refuse_overwriting_inputs
 
 @dataclass
 class EvaluateConfig:
-    hyp: str = C.field("", help="detokenised system output, one sentence per line")
-    ref: str = C.field("", help="raw reference file (plain or .gz)")
+    hyp: str = C.field("", help="detokenised system output, one sentence per line", required=True)
+    ref: str = C.field("", help="raw reference file (plain or .gz)", required=True)
     detokenize: str = C.field("", help="LANG: the hypothesis is Moses-tokenized (e.g. smt-decode output); "
                                        "detokenize it as LANG (sacremoses, Moses entities unescaped) before "
                                        "scoring; written to --detok-out if given")
@@ -26,8 +26,6 @@ class EvaluateConfig:
 @command("nmt-evaluate")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(EvaluateConfig, argv, description=__doc__)
-    if not cfg.hyp or not cfg.ref:
-        raise SystemExit("nmt-evaluate: --hyp and --ref are required")
     if cfg.detok_out and not cfg.detokenize:
         raise SystemExit("nmt-evaluate: --detok-out needs --detokenize LANG")
     refuse_overwriting_inputs(outputs={"--json": cfg.json, "--detok-out": cfg.detok_out},

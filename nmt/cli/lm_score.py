@@ -19,8 +19,8 @@ from nmt.data.io import write_output
 from nmt.lm_data import REGIMES, encode_all, read_sentences
 from nmt.lm_loading import load_language_model
 from nmt.lm_scoring import token_logprobs
-from nmt.cli.common import require_lines
 from nmt.errors import command, refuse_overwriting_inputs
+from nmt.run_checks import require_lines
 
 
 @dataclass
@@ -28,7 +28,7 @@ class LMScoreConfig:
     model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
     checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
     vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv)")
-    text: str = C.field("", help="tokenized sentences, one per line (plain or .gz)")
+    text: str = C.field("", help="tokenized sentences, one per line (plain or .gz)", required=True)
     output: str = C.field("-", help="one score per line ('-' = stdout)")
     regime: str = C.field("sentence", help="'sentence': every line from a fresh state; 'stream': the lines as one "
                                            "stream, state carried")
@@ -41,8 +41,6 @@ class LMScoreConfig:
 @command("nmt-lm-score")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(LMScoreConfig, argv, description=__doc__)
-    if not cfg.text:
-        raise SystemExit("nmt-lm-score: --text is required")
     if cfg.regime not in REGIMES:
         raise SystemExit(f"nmt-lm-score: --regime must be one of {REGIMES}")
     refuse_overwriting_inputs(outputs={"--output": cfg.output},

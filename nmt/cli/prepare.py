@@ -1,9 +1,8 @@
 """Console script ``nmt-prepare`` (see :mod:`nmt.prepare`)."""
-import logging
-
 from nmt import config as nmt_config
 from nmt.prepare import PrepareConfig, prepare_parallel
 from nmt.errors import command
+from nmt.logs import setup_logging
 
 
 @command("nmt-prepare")
@@ -13,7 +12,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     from nmt import prepare
 
     cfg = nmt_config.parse(PrepareConfig, argv, description=prepare.__doc__.splitlines()[0])
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(verbose=True)
     prepare_parallel(cfg)
     return 0
 

@@ -18,8 +18,8 @@ from nmt.errors import command, refuse_overwriting_inputs
 class ScoreConfig:
     model: str = C.field("work/model", help="model folder (or checkpoint file) written by nmt-train")
     checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
-    src: str = C.field("", help="tokenized source sentences/phrases, one per line")
-    tgt: str = C.field("", help="tokenized target sentences/phrases, line-aligned with --src")
+    src: str = C.field("", help="tokenized source sentences/phrases, one per line", required=True)
+    tgt: str = C.field("", help="tokenized target sentences/phrases, line-aligned with --src", required=True)
     output: str = C.field("-", help="one score per line ('-' = stdout)")
     probabilities: bool = C.field(False, help="print p(target | source) instead of the natural log")
     max_tokens: int = C.field(4000, help="padded target tokens per batch")
@@ -29,8 +29,6 @@ class ScoreConfig:
 @command("nmt-score")
 def cli_main(argv: list[str] | None = None) -> int:
     cfg = C.parse(ScoreConfig, argv, description=__doc__)
-    if not cfg.src or not cfg.tgt:
-        raise SystemExit("nmt-score: --src and --tgt are required")
     refuse_overwriting_inputs(outputs={"--output": cfg.output},
                               inputs={"--src": cfg.src, "--tgt": cfg.tgt, "--model": cfg.model})
     torch.set_num_threads(cfg.threads)

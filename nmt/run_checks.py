@@ -1,4 +1,4 @@
-"""What the ``nmt-*`` commands share: checks made before anything is written.
+"""Checks the ``nmt-*`` commands make before anything is written (output folders, empty inputs).
 
 * :func:`refuse_trained_out_dir`: a training command whose ``--out-dir`` already holds a trained
   model continues it only with ``--resume``; ``--overwrite`` replaces it (:func:`clear_run`).

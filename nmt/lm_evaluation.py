@@ -1,0 +1,101 @@
+"""Perplexity of a text under a trained neural LM (nmt-lm-eval's run), by the project's one accounting.
+
+N = words + one ``</s>`` per line (``<s>`` not counted), natural logs, OOVs
+included (scored as ``<unk>``); the same N as ``smt-kenlm eval``. An empty
+line is a sentence of zero words: it is scored as just ``</s>`` and counts one
+token. ``--regime sentence`` scores each line from a fresh state (first context
+``<s>``; ``</s>`` for a stream-trained model); ``--regime stream`` reads the
+file as one stream with the state carried across lines (cross-sentence context:
+not comparable with sentence-level figures such as KenLM's).
+
+The entry point is :mod:`nmt.cli.lm_eval`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from nmt import config as C
+from nmt.data.io import atomic_write
+from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.lm_data import REGIMES, UNK_NOTE, encode_all, read_sentences
+from nmt.lm_loading import load_language_model
+from nmt.lm_scoring import perplexity, token_logprobs
+from nmt.perplexity import format_result
+from nmt.run_checks import require_lines
+
+
+@dataclass
+class LMEvalConfig:
+    model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
+    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
+    vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv); must be the one "
+                                           "the model was trained with")
+    text: str | None = C.field(None, help="text to score, one tokenized sentence per line (plain or .gz)")
+    split: str | None = C.field(None, help="instead of --text: train, valid or test of the model's training data "
+                                           "config (its --corpus or explicit files)")
+    max_sentences: int | None = C.field(None, help="score only the first N lines (stated in the output)")
+    regime: str | None = C.field(None, help="'sentence' (every line from a fresh state) or 'stream' (one stream, "
+                                            "state carried); default: the regime the model was trained in")
+    window: int = C.field(256, help="stream regime: tokens per forward call (does not change the result)")
+    block: int = C.field(0, help="stream regime: start from a zero state every N tokens (fairseq-eval-lm's "
+                                 "--tokens-per-sample blocks; a model trained with --carry-state false); "
+                                 "0 = the state is carried across the whole text")
+    max_tokens: int = C.field(2000, help="sentence regime: padded tokens per batch")
+    name: str = C.field("", help="label of the result line (default: model and text names)")
+    json: str | None = C.field(None, help="also write the result as JSON here")
+    threads: int = C.field(2, help="torch intra-op threads")
+
+
+def evaluate_text(cfg: LMEvalConfig) -> None:
+    """Score ``cfg.text`` (or ``cfg.split``): the result line on stdout, the regime and speed on stderr, ``cfg.json``."""
+    torch.set_num_threads(cfg.threads)
+    try:
+        loaded = load_language_model(cfg.model, which=cfg.checkpoint, vocab=cfg.vocab)
+        if cfg.text and cfg.split:
+            raise ValueError("give --text or --split, not both")
+        if cfg.split:
+            text = loaded.data_config().resolve_text(cfg.split)
+        elif cfg.text:
+            text = cfg.text
+        else:
+            raise ValueError("--text or --split is required")
+        regime = cfg.regime or loaded.regime
+        if regime not in REGIMES:
+            raise ValueError(f"--regime must be one of {REGIMES}, got {regime!r}")
+        if cfg.block < 0 or (cfg.block and regime != "stream"):
+            raise ValueError("--block takes a positive token count and needs --regime stream")
+    except ValueError as err:  # (a missing file reaches the error wrapper: PATH: No such file or directory)
+        raise UsageError(str(err)) from None
+    refuse_overwriting_inputs(outputs={"--json": cfg.json},
+                              inputs={"--text": text, "--vocab": cfg.vocab, "--model": cfg.model})
+    words = read_sentences(text, cfg.max_sentences)
+    if not words and cfg.max_sentences != 0:
+        require_lines(text, 0, "sentences to score")
+    t0 = time.perf_counter()
+    logprobs = token_logprobs(loaded.model, encode_all(loaded.vocab, words), regime, start=loaded.start,
+                              window=cfg.window, max_tokens=cfg.max_tokens, block=cfg.block)
+    seconds = time.perf_counter() - t0
+    res = perplexity(logprobs, words, loaded.vocab)
+    empty = sum(1 for w in words if not w)
+    name = cfg.name or f"{loaded.config['arch']} {Path(cfg.model).name} on {Path(text).name}"
+    how = ("each line from a fresh state" if regime == "sentence" else
+           f"one stream, a zero state every {cfg.block} tokens" if cfg.block else
+           "one stream, state carried across lines")
+    limit = f", first {cfg.max_sentences} lines only" if cfg.max_sentences else ""
+    print(format_result(res, name, unk=UNK_NOTE))
+    print(f"  regime {regime} ({how}{limit}); {empty} empty line(s), each scored as just </s>; "
+          f"{res.num_tokens / seconds:,.0f} tokens/s scoring", file=sys.stderr)
+    if cfg.json:
+        record = {"name": name, "model": str(loaded.path), "arch": loaded.config["arch"],
+                  "num_parameters": loaded.model.num_parameters(), "text": str(text), "split": cfg.split,
+                  "regime": regime, "block": cfg.block, "max_sentences": cfg.max_sentences, "empty_lines": empty, "unk": UNK_NOTE,
+                  "seconds": round(seconds, 3), **res.to_dict()}
+        Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(cfg.json) as fh:
+            json.dump(record, fh, indent=1)

@@ -1,0 +1,81 @@
+"""Translating text with a trained encoder–decoder: tokenize, beam search in length-sorted batches, detokenize."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from tqdm import tqdm
+
+from nmt import config as C
+from nmt.data.batching import pad
+from nmt.data.io import DataError
+from nmt.data.special import EOS
+from nmt.data.tokenize import MosesTokenizer
+from nmt.model_io import load_translation_model
+from nmt.search import beam_search
+
+
+@dataclass
+class TranslateConfig:
+    model: str = C.field("work/model", help="model folder (or checkpoint file) written by nmt-train")
+    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
+    input: str = C.field("-", help="source sentences, one per line ('-' = stdin)")
+    output: str = C.field("-", help="translations, one per line ('-' = stdout); with nbest > 1 a Moses n-best list")
+    src_lang: str = C.field("en", help="source language for Moses tokenization")
+    tgt_lang: str = C.field("fr", help="target language for Moses detokenization")
+    tokenized: bool = C.field(False, help="input is already Moses-tokenized (else it is tokenized here)")
+    lowercase: bool = C.field(False, help="lowercase the input (must match how the model's data was prepared)")
+    detokenize: bool = C.field(True, help="detokenize the output (Moses detokenizer)")
+    beam_size: int = C.field(5, help="beam size")
+    nbest: int = C.field(1, help="hypotheses per sentence")
+    len_penalty: float = C.field(1.0, help="rank by log p / length**len_penalty (0 = raw log-probability)")
+    batch_size: int = C.field(32, help="sentences per batch")
+    max_input_len: int = C.field(1000, help="refuse an input line of more tokens than this, naming it (decoding "
+                                            "runs up to 2 x length + 10 steps; 0 = no limit)")
+    threads: int = C.field(2, help="torch threads")
+
+
+def tokenize_lines(cfg: TranslateConfig, lines: list[str], path: str = "input") -> list[list[str]]:
+    """Tokens of each input line (Moses-tokenized unless ``cfg.tokenized``); a line longer than
+    ``cfg.max_input_len`` tokens is a :class:`DataError` at ``path`` and its line number."""
+    src_tok = MosesTokenizer(cfg.src_lang, lowercase=cfg.lowercase)
+    tokens = [line.split() if cfg.tokenized else src_tok.tokenize(line) for line in lines]
+    if cfg.max_input_len > 0:
+        for line_no, toks in enumerate(tokens, start=1):
+            if len(toks) > cfg.max_input_len:
+                raise DataError(path, line_no, f"{len(toks)} tokens, more than --max-input-len {cfg.max_input_len}: "
+                                               "split the line, or raise --max-input-len (0 = no limit)")
+    return tokens
+
+
+def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = True, *,
+                    tokens: list[list[str]] | None = None) -> list[list[tuple[str, float]]]:
+    """Translate raw (or tokenized) lines; returns per line the n-best (text, ln p) pairs."""
+    if tokens is None:
+        tokens = tokenize_lines(cfg, lines)
+    torch.set_num_threads(cfg.threads)
+    loaded = load_translation_model(cfg.model, which=cfg.checkpoint)
+    tgt_tok = MosesTokenizer(cfg.tgt_lang)
+    ids = [loaded.src_vocab.encode(t) for t in tokens]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    results: list[list[tuple[str, float]]] = [[] for _ in ids]
+    for start in tqdm(range(0, len(order), cfg.batch_size), desc="translate", unit="batch", disable=not progress):
+        idx = order[start:start + cfg.batch_size]
+        src = pad([ids[i] for i in idx], suffix=EOS)
+        for i, hyps in zip(idx, beam_search(loaded.model, src, beam_size=cfg.beam_size, nbest=cfg.nbest,
+                                            len_penalty=cfg.len_penalty)):
+            for hyp in hyps:
+                words = loaded.tgt_vocab.decode(hyp.tokens)
+                text = tgt_tok.detokenize(words) if cfg.detokenize else " ".join(words)
+                results[i].append((text, hyp.log_prob))
+    return results
+
+
+def write_translations(fh, results: list[list[tuple[str, float]]], nbest: int) -> None:
+    """One translation per line, or with ``nbest`` > 1 a Moses n-best list (``i ||| text ||| RNN= ln p ||| ln p``)."""
+    for i, hyps in enumerate(results):
+        if nbest == 1:
+            fh.write(hyps[0][0] + "\n")
+        else:
+            for text, log_prob in hyps:
+                fh.write(f"{i} ||| {text} ||| RNN= {log_prob:.6f} ||| {log_prob:.6f}\n")

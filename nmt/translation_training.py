@@ -1,0 +1,64 @@
+"""nmt-train's run: the checks before anything is written, the model folder (config, vocabulary copies), the trainer.
+
+The entry point is :mod:`nmt.cli.train`; the data and loss :mod:`nmt.translation_data`; the trainer :mod:`nmt.train`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from nmt import distributed
+from nmt.data.io import atomic_write
+from nmt.models.gru_encdec import GRUEncDecConfig, build_model
+from nmt.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
+from nmt.train import Trainer
+from nmt.train_config import LoopConfig, OptimConfig
+from nmt.translation_data import TranslationDataConfig, TranslationTask
+
+
+def run_translation_training(ctx: distributed.DistContext, data: TranslationDataConfig, model_cfg: GRUEncDecConfig, optim: OptimConfig,
+         loop: LoopConfig, config_file: str | None = None) -> int:
+    # everything is read and checked before anything is written: a refused run leaves no --out-dir behind
+    out = Path(loop.out_dir)
+    refuse_trained_out_dir(out, resume=loop.resume, overwrite=loop.overwrite)
+    paths = data.resolved_paths()
+    inputs = {f"--{k.replace('_', '-')}": v for k, v in paths.items()}
+    inputs.update({"--phrase-table": data.phrase_table, "--config": config_file})
+    copies = {side: out / f"{side}_vocab{Path(paths[f'{side}_vocab']).suffix}" for side in ("src", "tgt")}
+    refuse_out_dir_inputs(out, {k: v for k, v in inputs.items() if k not in ("--src-vocab", "--tgt-vocab")})
+
+    torch.manual_seed(loop.seed)
+    task = TranslationTask(data)  # reads and checks the vocabularies and every pair
+    model = build_model(model_cfg, len(task.src_vocab), len(task.tgt_vocab))
+    if ctx.is_main:
+        if loop.overwrite:
+            for path in clear_run(out, inputs.values()):
+                print(f"nmt-train: --overwrite: removed {path}", file=sys.stderr)
+        out.mkdir(parents=True, exist_ok=True)
+    for side, copy in copies.items():  # the model folder carries its vocabularies
+        if ctx.is_main and Path(paths[f"{side}_vocab"]).resolve() != copy.resolve():
+            shutil.copyfile(paths[f"{side}_vocab"], copy)
+        setattr(data, f"{side}_vocab", str(copy))
+        task.paths[f"{side}_vocab"] = str(copy)  # the checkpoint records the copy
+    ctx.barrier()  # the folder and the copies exist before any rank goes on
+    resolved = {"task": "translation", "data": dataclasses.asdict(data), "model": dataclasses.asdict(model_cfg),
+                "optim": dataclasses.asdict(optim), "loop": dataclasses.asdict(loop)}
+    if ctx.is_main:
+        with atomic_write(out / "config.yaml") as fh:
+            yaml.safe_dump(resolved, fh, sort_keys=False, allow_unicode=True)
+        procs = f", {ctx.world} processes ({ctx.backend})" if ctx.enabled else ""
+        print(f"nmt-train: {len(task.train_src)} training pairs ({task.num_dropped} dropped by --max-len "
+              f"{data.max_len}), {len(task.dev_src)} dev pairs, vocab {len(task.src_vocab)}/{len(task.tgt_vocab)}, "
+              f"{model.num_parameters():,} parameters, cell={model_cfg.cell}{procs}", file=sys.stderr)
+    start = time.perf_counter()
+    state = Trainer(model, task, loop, optim, resolved).train()
+    if ctx.is_main:
+        print(f"nmt-train: {state.step} updates, {state.epoch} epochs, best dev loss {state.best_dev:.4f} "
+              f"nats/token, {time.perf_counter() - start:.0f} s this run", file=sys.stderr)
+    return 0

@@ -2,11 +2,9 @@
 smt-inspect-phrases: the side-by-side Markdown tables."""
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -15,130 +13,31 @@ from pathlib import Path
 
 import pytest
 from conftest import refused
+from rescore_fixtures import (BAD_LINES, BIN, FLOOR, bad_table, reference_scorer, run_rescore, setup,  # noqa: F401
+                              strip_appended, table_lines, train_model)
 
-from conftest import make_toy_data
-from nmt.formats.phrase_table import PhraseTableError, write_phrase_table
+from nmt.formats.phrase_table import PhraseTableError
 from nmt.formats.phrase_table_reader import iter_phrase_table
-from smt_features.neural.rescore import rescore_table
-from smt_features.neural.rescore_config import RescoreConfig
-
-BIN = Path(sys.executable).parent
-FLOOR = math.exp(-100)
-
-
-# -- fixtures -----------------------------------------------------------------------------------------
-def _train(data: Path, out: Path, src: str, tgt: str, *extra: str) -> Path:
-    from nmt.cli.train import cli_main as train_main
-
-    rc = train_main(["--data-dir", str(data), "--out-dir", str(out), "--preset", "tiny", "--src-lang", src,
-                     "--tgt-lang", tgt, "--max-updates", "2", "--progress", "false", "--threads", "1", *extra])
-    assert rc == 0
-    return out
-
-
-def _toy_table(data: Path, path: Path, seed: int = 0) -> Path:
-    """A Moses table of the toy corpus's n-grams (up to 4 words), plus pairs with unknown words."""
-    rng = random.Random(seed)
-    src_lines = (data / "train.tok.en").read_text(encoding="utf-8").split("\n")
-    tgt_lines = (data / "train.tok.fr").read_text(encoding="utf-8").split("\n")
-    pairs = set()
-    for s, t in zip(src_lines, tgt_lines):
-        sw, tw = s.split(), t.split()
-        for n in range(1, 5):
-            for i in range(len(sw) - n + 1):
-                pairs.add((tuple(sw[i:i + n]), tuple(tw[i:i + n])))
-                if n > 1 and rng.random() < 0.3:  # a target of another length: varied lengths per source
-                    pairs.add((tuple(sw[i:i + n]), tuple(tw[i:i + n - 1])))
-    pairs |= {(("s1", "zz"), ("t1", "qq")), (("ww",), ("t3",)), (("s2",), ("yy", "xx", "t2"))}
-    entries = []
-    for src, tgt in pairs:
-        k = min(len(src), len(tgt))
-        scores = tuple(round(rng.uniform(0.01, 1.0), 4) for _ in range(4))
-        entries.append((src, tgt, scores, tuple((i, i) for i in range(k)), (float(rng.randint(1, 9)),) * 3))
-    write_phrase_table(entries, path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rescore")
-    data = make_toy_data(root / "data")
-    fwd = _train(data, root / "fwd", "en", "fr")
-    rev = _train(data, root / "rev", "fr", "en")
-    table = _toy_table(data, root / "phrase-table.gz")
-    return {"root": root, "data": data, "fwd": fwd, "rev": rev, "table": table}
-
-
-def _run(table: Path, model: Path, output: Path, **kw) -> dict:
-    kw.setdefault("threads", 1)
-    kw.setdefault("progress", False)
-    kw.setdefault("floor", FLOOR)
-    rescore_table(RescoreConfig(table=str(table), model=str(model), output=str(output), **kw))
-    return json.loads(Path(f"{output}.rescore.json").read_text(encoding="utf-8"))
-
-
-def _lines(path: Path) -> list[bytes]:
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        return fh.read().split(b"\n")
-
-
-def _strip_appended(out_line: bytes, k: int) -> tuple[bytes, list[float]]:
-    """The line without its last ``k`` scores (and the values removed)."""
-    first = out_line.find(b"|||")
-    second = out_line.find(b"|||", first + 3)
-    third = out_line.find(b"|||", second + 3)
-    end = len(out_line) if third < 0 else third
-    field = out_line[second + 3:end]
-    body = field.rstrip()
-    toks = body.split(b" ")
-    new = toks[-k:]
-    kept = body[:len(body) - len(b" ".join(new)) - 1]
-    return out_line[:second + 3] + kept + field[len(body):] + out_line[end:], [float(x) for x in new]
-
-
-class _Reference:
-    """Teacher-forced reference scores (the model's own forward pass), shaped like ``PairScore``."""
-
-    def __init__(self, loaded):
-        self.m = loaded
-
-    def score_pairs(self, srcs, tgts):
-        from types import SimpleNamespace
-
-        from conftest import teacher_forced_log_probs
-
-        m = self.m
-        lps = teacher_forced_log_probs(m.model, m.src_vocab, m.tgt_vocab, srcs, tgts)
-        return [SimpleNamespace(log_prob=lp, src_unk=m.src_vocab.unk_count(list(s)),
-                                tgt_unk=m.tgt_vocab.unk_count(list(t))) for lp, s, t in zip(lps, srcs, tgts)]
-
-
-def _scorer(model_dir: Path):
-    from nmt.model_io import load_translation_model
-
-    m = load_translation_model(model_dir, which="last")
-    return _Reference(m), m
 
 
 # -- the columns ---------------------------------------------------------------------------------------
 def test_columns_match_pair_scorer_and_bytes_are_kept(setup, tmp_path: Path) -> None:
     out = tmp_path / "out.gz"
-    summary = _run(setup["table"], setup["fwd"], out, reverse_model=str(setup["rev"]), wp_column=True, window=17,
+    summary = run_rescore(setup["table"], setup["fwd"], out, reverse_model=str(setup["rev"]), wp_column=True, window=17,
                    chunk_lines=34, max_tokens=40)
     assert summary["columns_appended"] == ["p_rnn(e|f)", "p_rnn(f|e)", "WP=exp(-unk)"]
     assert 10 < summary["peak_rss_mib"] < 100_000   # MiB of this process, the model included
-    orig = _lines(setup["table"])
-    got = _lines(out)
+    orig = table_lines(setup["table"])
+    got = table_lines(out)
     assert len(got) == len(orig) and got[-1] == b"" and orig[-1] == b""
     entries = list(iter_phrase_table(setup["table"]))
-    fwd, m_fwd = _scorer(setup["fwd"])
-    rev, _ = _scorer(setup["rev"])
+    fwd, m_fwd = reference_scorer(setup["fwd"])
+    rev, _ = reference_scorer(setup["rev"])
     ref_f = fwd.score_pairs([e.src for e in entries], [e.tgt for e in entries])
     ref_r = rev.score_pairs([e.tgt for e in entries], [e.src for e in entries])
     n_unk = 0
     for i, e in enumerate(entries):
-        stripped, (pf, pr, wp) = _strip_appended(got[i], 3)
+        stripped, (pf, pr, wp) = strip_appended(got[i], 3)
         assert stripped == orig[i], f"line {i + 1} changed beyond the new columns"
         assert pf == pytest.approx(max(math.exp(ref_f[i].log_prob), FLOOR), rel=2e-4)
         assert pr == pytest.approx(max(math.exp(ref_r[i].log_prob), FLOOR), rel=2e-4)
@@ -154,13 +53,13 @@ def test_columns_match_pair_scorer_and_bytes_are_kept(setup, tmp_path: Path) -> 
 
 def test_torch_cell_model_matches_pair_scorer(setup, tmp_path: Path) -> None:
     """The generic decoder path (``--cell torch``: no per-word table, no context terms) scores the same."""
-    model = _train(setup["data"], tmp_path / "torch_cell", "en", "fr", "--cell", "torch")
+    model = train_model(setup["data"], tmp_path / "torch_cell", "en", "fr", "--cell", "torch")
     out = tmp_path / "out.gz"
-    _run(setup["table"], model, out, window=40, chunk_lines=40)
+    run_rescore(setup["table"], model, out, window=40, chunk_lines=40)
     entries = list(iter_phrase_table(setup["table"]))
-    ref = _scorer(model)[0].score_pairs([e.src for e in entries], [e.tgt for e in entries])
-    for line, r in zip(_lines(out), ref):
-        (p,) = _strip_appended(line, 1)[1]
+    ref = reference_scorer(model)[0].score_pairs([e.src for e in entries], [e.tgt for e in entries])
+    for line, r in zip(table_lines(out), ref):
+        (p,) = strip_appended(line, 1)[1]
         assert p == pytest.approx(max(math.exp(r.log_prob), FLOOR), rel=2e-4)
 
 
@@ -169,9 +68,9 @@ def test_window_reordering_keeps_line_order(setup, tmp_path: Path) -> None:
     results = {}
     for window in (5, 1000):
         out = tmp_path / f"w{window}.gz"
-        _run(setup["table"], setup["fwd"], out, window=window, chunk_lines=1000 if window == 1000 else 5,
+        run_rescore(setup["table"], setup["fwd"], out, window=window, chunk_lines=1000 if window == 1000 else 5,
              max_tokens=30)
-        results[window] = [_strip_appended(line, 1) for line in _lines(out)[:-1]]
+        results[window] = [strip_appended(line, 1) for line in table_lines(out)[:-1]]
     entries = list(iter_phrase_table(setup["table"]))
     assert len({len(e.tgt) for e in entries}) >= 3
     for (a_line, (a,)), (b_line, (b,)) in zip(results[5], results[1000]):
@@ -182,7 +81,7 @@ def test_floor_and_plain_three_field_table(setup, tmp_path: Path) -> None:
     table = tmp_path / "t.txt"
     table.write_bytes(b"s1 s2 ||| t1 t2 ||| 0.5 0.25\ns3 ||| t3 t4 t5 t6 ||| 1 0.125  \ns4 ||| t4 ||| 0.5 0.5")
     out = tmp_path / "o.txt"
-    summary = _run(table, setup["fwd"], out, floor=0.5, window=2, chunk_lines=2)
+    summary = run_rescore(table, setup["fwd"], out, floor=0.5, window=2, chunk_lines=2)
     lines = out.read_bytes().split(b"\n")
     assert len(lines) == 3 and not out.read_bytes().endswith(b"\n")  # a missing final newline stays missing
     assert lines[0] == b"s1 s2 ||| t1 t2 ||| 0.5 0.25 0.5"  # a tiny model: every p < 0.5 → floored
@@ -194,11 +93,11 @@ def test_floor_and_plain_three_field_table(setup, tmp_path: Path) -> None:
 def test_shards_concatenate_to_the_single_run(setup, tmp_path: Path) -> None:
     opts = dict(window=10, chunk_lines=20, wp_column=True)
     single = tmp_path / "single.gz"
-    _run(setup["table"], setup["fwd"], single, **opts)
+    run_rescore(setup["table"], setup["fwd"], single, **opts)
     parts = []
     for i in range(3):
         part = tmp_path / f"shard{i}.gz"
-        _run(setup["table"], setup["fwd"], part, shard=f"{i}/3", resume=(i == 1), **opts)
+        run_rescore(setup["table"], setup["fwd"], part, shard=f"{i}/3", resume=(i == 1), **opts)
         parts.append(part.read_bytes())
     assert all(parts)
     assert b"".join(parts) == single.read_bytes()  # `cat shard*.gz` is the same file, byte for byte
@@ -207,8 +106,8 @@ def test_shards_concatenate_to_the_single_run(setup, tmp_path: Path) -> None:
 
 def test_two_processes_equal_one(setup, tmp_path: Path) -> None:
     one, two = tmp_path / "one.gz", tmp_path / "two.gz"
-    _run(setup["table"], setup["fwd"], one, window=12, chunk_lines=24, reverse_model=str(setup["rev"]))
-    _run(setup["table"], setup["fwd"], two, window=12, chunk_lines=24, reverse_model=str(setup["rev"]),
+    run_rescore(setup["table"], setup["fwd"], one, window=12, chunk_lines=24, reverse_model=str(setup["rev"]))
+    run_rescore(setup["table"], setup["fwd"], two, window=12, chunk_lines=24, reverse_model=str(setup["rev"]),
          processes=2, threads=2)
     assert one.read_bytes() == two.read_bytes()
 
@@ -220,7 +119,7 @@ def test_kill_9_then_resume_is_byte_identical(setup, tmp_path: Path) -> None:
     opts = ["--window", "8", "--chunk-lines", "16", "--threads", "1", "--wp-column", "--progress", "false",
             "--floor", repr(FLOOR)]
     full = tmp_path / "full.gz"
-    _run(setup["table"], setup["fwd"], full, window=8, chunk_lines=16, wp_column=True)
+    run_rescore(setup["table"], setup["fwd"], full, window=8, chunk_lines=16, wp_column=True)
     out = tmp_path / "resumed.gz"
     parts = Path(f"{out}.parts")
     env = dict(os.environ, SMT_RESCORE_TEST_WINDOW_DELAY="0.15")
@@ -238,7 +137,7 @@ def test_kill_9_then_resume_is_byte_identical(setup, tmp_path: Path) -> None:
     proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL and not out.exists()
     committed = sorted(p.name for p in parts.glob("chunk-*.gz"))
-    n_lines = len(_lines(setup["table"])) - 1
+    n_lines = len(table_lines(setup["table"])) - 1
     assert 2 <= len(committed) < math.ceil(n_lines / 16)
     # an unfinished chunk's temp file may be left; the resumed run ignores it
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -258,35 +157,17 @@ def test_resume_refuses_other_settings(setup, tmp_path: Path) -> None:
     parts.mkdir()
     (parts / "progress.json").write_text(json.dumps({"settings": {"window": 3}}), encoding="utf-8")
     with pytest.raises(ValueError, match="other settings"):
-        _run(setup["table"], setup["fwd"], out, window=8, chunk_lines=16, resume=True)
+        run_rescore(setup["table"], setup["fwd"], out, window=8, chunk_lines=16, resume=True)
     with pytest.raises(ValueError, match="--resume"):  # leftovers without --resume are not overwritten silently
-        _run(setup["table"], setup["fwd"], out, window=8, chunk_lines=16)
+        run_rescore(setup["table"], setup["fwd"], out, window=8, chunk_lines=16)
 
 
 # -- bad input ----------------------------------------------------------------------------------------
-def _bad_table(setup, tmp_path: Path, bad: dict[int, bytes]) -> tuple[Path, list[bytes]]:
-    lines = _lines(setup["table"])[:40]
-    for i, text in bad.items():
-        lines[i - 1] = text
-    path = tmp_path / "bad.gz"
-    with gzip.open(path, "wb") as fh:
-        fh.write(b"\n".join(lines) + b"\n")
-    return path, lines
-
-
-BAD_LINES = {
-    5: b"s1 s2 ||| t1 t2 ||| 0.5 0.5 0.5 ||| 0-0 ||| 1 1 1 ||| |||",  # 3 scores, others have 4
-    9: b"s1 ||| t1 ||| 0.5 0.5 0.5 0.5",  # 3 fields, others have 7
-    12: b" ||| t1 ||| 0.5 0.5 0.5 0.5 ||| ||| 1 1 1 ||| |||",  # empty source phrase
-    20: b"s1 \xff ||| t1 ||| 0.5 0.5 0.5 0.5 ||| 0-0 ||| 1 1 1 ||| |||",  # not UTF-8
-}
-
-
 def test_malformed_line_stops_with_its_number(setup, tmp_path: Path) -> None:
-    path, _ = _bad_table(setup, tmp_path, {9: BAD_LINES[9]})
+    path, _ = bad_table(setup, tmp_path, {9: BAD_LINES[9]})
     out = tmp_path / "o.gz"
     with pytest.raises(PhraseTableError, match=r"bad\.gz:9: expected 7 fields|bad\.gz:9: 3 fields"):
-        _run(path, setup["fwd"], out, window=4, chunk_lines=4)
+        run_rescore(path, setup["fwd"], out, window=4, chunk_lines=4)
     assert not out.exists() and not list(tmp_path.glob(".o.gz*"))  # no partial output left
     from smt_features.cli.rescore import cli_main
 
@@ -296,30 +177,30 @@ def test_malformed_line_stops_with_its_number(setup, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("line_no", sorted(BAD_LINES))
 def test_each_kind_of_bad_line_is_reported(setup, tmp_path: Path, line_no: int) -> None:
-    path, _ = _bad_table(setup, tmp_path, {line_no: BAD_LINES[line_no]})
+    path, _ = bad_table(setup, tmp_path, {line_no: BAD_LINES[line_no]})
     with pytest.raises(PhraseTableError, match=f":{line_no}:"):
-        _run(path, setup["fwd"], tmp_path / "o.gz", window=4, chunk_lines=4)
+        run_rescore(path, setup["fwd"], tmp_path / "o.gz", window=4, chunk_lines=4)
 
 
 def test_skip_bad_drops_counts_and_lists(setup, tmp_path: Path) -> None:
-    path, lines = _bad_table(setup, tmp_path, BAD_LINES)
+    path, lines = bad_table(setup, tmp_path, BAD_LINES)
     out = tmp_path / "o.gz"
-    summary = _run(path, setup["fwd"], out, window=4, chunk_lines=8, skip_bad=True, resume=True)
+    summary = run_rescore(path, setup["fwd"], out, window=4, chunk_lines=8, skip_bad=True, resume=True)
     assert summary["stats"]["skipped"] == 4 and summary["stats"]["pairs"] == 36
-    got = _lines(out)[:-1]
+    got = table_lines(out)[:-1]
     good = [line for i, line in enumerate(lines[:40], 1) if i not in BAD_LINES]
-    assert [_strip_appended(g, 1)[0] for g in got] == good  # nothing shifted
+    assert [strip_appended(g, 1)[0] for g in got] == good  # nothing shifted
     side = Path(f"{out}.skipped").read_text(encoding="utf-8").splitlines()
     assert [int(s.split("\t")[0]) for s in side] == sorted(BAD_LINES)
     # the same bad lines are judged the same way by a shard that starts after the first line
     part = tmp_path / "p.gz"
-    _run(path, setup["fwd"], part, window=4, chunk_lines=8, skip_bad=True, shard="1/2")
+    run_rescore(path, setup["fwd"], part, window=4, chunk_lines=8, skip_bad=True, shard="1/2")
     assert out.read_bytes().endswith(part.read_bytes())
 
 
 def test_reverse_model_in_the_wrong_direction_is_refused(setup, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="same direction"):
-        _run(setup["table"], setup["fwd"], tmp_path / "o.gz", reverse_model=str(setup["fwd"]))
+        run_rescore(setup["table"], setup["fwd"], tmp_path / "o.gz", reverse_model=str(setup["fwd"]))
 
 
 def test_no_torch_at_import() -> None:
@@ -349,10 +230,10 @@ def test_inspect_phrases_markdown(setup, tmp_path: Path) -> None:
 
 def test_bf16_autocast_on_cpu_is_close(setup, tmp_path: Path) -> None:
     a, b = tmp_path / "fp32.gz", tmp_path / "bf16.gz"
-    _run(setup["table"], setup["fwd"], a, window=50, chunk_lines=100)
-    _run(setup["table"], setup["fwd"], b, window=50, chunk_lines=100, amp="bf16")
-    for x, y in zip(_lines(a)[:-1], _lines(b)[:-1]):
-        (lx, (px,)), (ly, (py,)) = _strip_appended(x, 1), _strip_appended(y, 1)
+    run_rescore(setup["table"], setup["fwd"], a, window=50, chunk_lines=100)
+    run_rescore(setup["table"], setup["fwd"], b, window=50, chunk_lines=100, amp="bf16")
+    for x, y in zip(table_lines(a)[:-1], table_lines(b)[:-1]):
+        (lx, (px,)), (ly, (py,)) = strip_appended(x, 1), strip_appended(y, 1)
         assert lx == ly and math.log(px) == pytest.approx(math.log(py), abs=0.05)
 
 
@@ -362,7 +243,7 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
     from smt_features.neural.sharded import part_path
 
     single = tmp_path / "single.gz"
-    _run(setup["table"], setup["fwd"], single, window=10, chunk_lines=20, wp_column=True)
+    run_rescore(setup["table"], setup["fwd"], single, window=10, chunk_lines=20, wp_column=True)
     args = ["--table", str(setup["table"]), "--model", str(setup["fwd"]), "--window", "10", "--chunk-lines", "20",
             "--wp-column", "--threads", "1", "--progress", "false", "--floor", repr(FLOOR)]
     merged = tmp_path / "merged.gz"
@@ -386,9 +267,9 @@ def test_sharded_launcher_merges_in_order(setup, tmp_path: Path, capsys) -> None
                       "--table", str(tmp_path / "missing.gz"), *args[2:]])
     assert refused(capsys, "missing.gz", rc) and not bad.exists() and not part_path(bad, 0, 2).exists()
     # a shard that fails on a bad line: its FILE:LINE comes back with exit 2
-    bad_table, _ = _bad_table(setup, tmp_path, {9: BAD_LINES[9]})
+    bad_path, _ = bad_table(setup, tmp_path, {9: BAD_LINES[9]})
     merged_bad = tmp_path / "merged-bad.gz"
-    rc = launch_main(["--shards", "2", "--output", str(merged_bad), "--table", str(bad_table), *args[2:]])
+    rc = launch_main(["--shards", "2", "--output", str(merged_bad), "--table", str(bad_path), *args[2:]])
     assert refused(capsys, r"bad\.gz:9: .*\(shard 0/2", rc) and not merged_bad.exists()
     assert refused(capsys, None, launch_main(["--shards", "2", "--output", str(bad), *args, "--shard", "0/2"]))
 
@@ -405,7 +286,7 @@ def test_moses_ini_for_the_rescored_table_loads_in_the_decoder(setup, tmp_path: 
     ini = tmp_path / "moses.ini"
     default_config(str(setup["table"]), str(data_dir / "toy.arpa"), lm_order=2).write(ini)
     out = tmp_path / "pt.rnn.gz"
-    _run(setup["table"], setup["fwd"], out, wp_column=True, moses_ini=str(ini))
+    run_rescore(setup["table"], setup["fwd"], out, wp_column=True, moses_ini=str(ini))
     new = read_moses_ini(f"{out}.moses.ini")
     tm = new.feature("TranslationModel0")
     assert tm.get("num-features") == "6" and tm.get("path") == str(out.resolve())

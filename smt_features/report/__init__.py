@@ -1,0 +1,1 @@
+"""The report room: report.md + report.html + PNG figures of an experiment."""

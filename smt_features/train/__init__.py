@@ -1,0 +1,1 @@
+"""The training room: word alignment, phrase extraction and scoring, KenLM estimation."""

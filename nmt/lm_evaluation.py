@@ -1,4 +1,4 @@
-"""Perplexity of a text under a trained neural LM (nmt-lm-eval's run), by the project's one accounting.
+"""A text under a trained neural LM: its perplexity (nmt-lm-eval's run) and per-line ln p (nmt-lm-score's run).
 
 N = words + one ``</s>`` per line (``<s>`` not counted), natural logs, OOVs
 included (scored as ``<unk>``); the same N as ``smt-kenlm eval``. An empty
@@ -8,11 +8,18 @@ token. ``--regime sentence`` scores each line from a fresh state (first context
 file as one stream with the state carried across lines (cross-sentence context:
 not comparable with sentence-level figures such as KenLM's).
 
-The entry point is :mod:`nmt.cli.lm_eval`.
+nmt-lm-score's value includes the ``</s>`` that ends the line (``<s>`` is context only);
+an empty line gets ln p(</s> | <s>). Every input line gives exactly one output
+line, in order. By default each line is scored independently from a fresh state
+(what an n-best feature needs); ``--regime stream`` carries the state across
+lines. ``--per-token`` appends a tab and the ln p of every word and of ``</s>``.
+
+The entry points are :mod:`nmt.cli.lm_eval` and :mod:`nmt.cli.lm_score`.
 """
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -21,7 +28,7 @@ from pathlib import Path
 import torch
 
 from nmt import config as C
-from nmt.data.io import atomic_write
+from nmt.data.io import atomic_write, write_output
 from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.lm_data import REGIMES, UNK_NOTE, encode_all, read_sentences
 from nmt.lm_loading import load_language_model
@@ -99,3 +106,43 @@ def evaluate_text(cfg: LMEvalConfig) -> None:
         Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(cfg.json) as fh:
             json.dump(record, fh, indent=1)
+
+
+@dataclass
+class LMScoreConfig:
+    model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
+    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
+    vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv)")
+    text: str = C.field("", help="tokenized sentences, one per line (plain or .gz)", required=True)
+    output: str = C.field("-", help="one score per line ('-' = stdout)")
+    regime: str = C.field("sentence", help="'sentence': every line from a fresh state; 'stream': the lines as one "
+                                           "stream, state carried")
+    per_token: bool = C.field(False, help="after the total, a tab and the ln p of each word and of </s>")
+    window: int = C.field(256, help="stream regime: tokens per forward call (does not change the result)")
+    max_tokens: int = C.field(2000, help="sentence regime: padded tokens per batch")
+    threads: int = C.field(2, help="torch intra-op threads")
+
+
+def score_lines(cfg: LMScoreConfig) -> None:
+    """ln p of every line of ``cfg.text`` (with ``cfg.per_token`` also of every token), one line each to ``cfg.output``."""
+    if cfg.regime not in REGIMES:
+        raise UsageError(f"--regime must be one of {REGIMES}")
+    refuse_overwriting_inputs(outputs={"--output": cfg.output},
+                              inputs={"--text": cfg.text, "--vocab": cfg.vocab, "--model": cfg.model})
+    torch.set_num_threads(cfg.threads)
+    try:
+        loaded = load_language_model(cfg.model, which=cfg.checkpoint, vocab=cfg.vocab)
+    except ValueError as err:  # (a missing file reaches the error wrapper: PATH: No such file or directory)
+        raise UsageError(str(err)) from None
+    words = read_sentences(cfg.text)
+    require_lines(cfg.text, len(words), "sentences to score")
+    logprobs = token_logprobs(loaded.model, encode_all(loaded.vocab, words), cfg.regime, start=loaded.start,
+                              window=cfg.window, max_tokens=cfg.max_tokens)
+    lines = []
+    for lp in logprobs:
+        line = f"{math.fsum(lp.tolist()):.6f}"
+        if cfg.per_token:
+            line += "\t" + " ".join(f"{v:.6f}" for v in lp)
+        lines.append(line + "\n")
+    text = "".join(lines)
+    write_output(cfg.output, text)

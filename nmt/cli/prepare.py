@@ -1,8 +1,8 @@
 """Console script ``nmt-prepare`` (see :mod:`nmt.prepare`)."""
 from nmt import config as nmt_config
-from nmt.prepare import PrepareConfig, prepare_parallel
 from nmt.errors import command
 from nmt.logs import setup_logging
+from nmt.prepare import PrepareConfig, prepare_parallel
 
 
 @command("nmt-prepare")

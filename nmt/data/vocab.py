@@ -1,6 +1,6 @@
 """Word vocabularies (top-K by frequency) and SentencePiece models, same surface.
 
-Both reserve the same ids: ``<pad>`` 0, ``<unk>`` 1, ``<s>`` 2, ``</s>`` 3.
+Both reserve the same ids (:mod:`nmt.data.special`): ``<pad>`` 0, ``<unk>`` 1, ``<s>`` 2, ``</s>`` 3.
 """
 from __future__ import annotations
 

@@ -10,11 +10,11 @@ gives the options as a YAML file. The run is :mod:`smt_features.decode.run`.
 """
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Sequence
 
 from nmt.errors import command
+from nmt.logs import setup_logging
 from smt_features.decode.run import parse_decode_args, run
 
 
@@ -22,7 +22,7 @@ from smt_features.decode.run import parse_decode_args, run
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``smt-decode``."""
     cfg, nbest = parse_decode_args(argv, description=__doc__.split("\n\n")[0])
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging()
     run(cfg, nbest)
     return 0
 

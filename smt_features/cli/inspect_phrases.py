@@ -9,12 +9,12 @@ See :mod:`smt_features.neural.inspect_phrases` for what the Markdown report hold
 """
 from __future__ import annotations
 
-import logging
 import sys
 
 from nmt import config as C
 from nmt.data.io import write_output
 from nmt.errors import command
+from nmt.logs import setup_logging
 
 from smt_features.neural.inspect_phrases import InspectConfig, inspect_phrases
 
@@ -23,7 +23,7 @@ from smt_features.neural.inspect_phrases import InspectConfig, inspect_phrases
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-inspect-phrases``."""
     cfg = C.parse(InspectConfig, argv, description=__doc__.splitlines()[0])
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging()
     text = inspect_phrases(cfg)  # bad input: exit 2 with FILE:LINE via @command
     write_output(cfg.output, text)
     return 0

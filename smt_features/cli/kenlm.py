@@ -6,11 +6,11 @@ Each sub-command takes ``--config YAML[:SECTION]`` and the flags of its config
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from nmt import config as C
 from nmt.errors import command
+from nmt.logs import setup_logging
 from smt_features.model.kenlm import KenLMEvalConfig, evaluate_lm
 from smt_features.train.kenlm_build import KenLMTrainConfig, train_lm
 
@@ -30,7 +30,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         C.add_dataclass_args(p, cls)
     args = parser.parse_args(argv)
     cls, run, _ = SUBCOMMANDS[args.command]
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(verbose=True, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cfg = C.build(cls, args, C.load_yaml(args.config) if args.config else {}, source=str(args.config))
     return run(cfg, config_path=args.config)
 

@@ -10,12 +10,12 @@ probabilities clamped into ``[--floor, 1]``; see ``docs/rescore.md``.
 """
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
 from nmt import config as C
 from nmt.errors import command
+from nmt.logs import setup_logging
 
 from smt_features.neural.rescore import rescore_table
 from smt_features.neural.rescore_config import RescoreConfig
@@ -28,7 +28,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     # on a machine shared with other jobs (3x on a loaded 2-core box); set OMP_WAIT_POLICY to override.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     cfg = C.parse(RescoreConfig, argv, description=__doc__.splitlines()[0])
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(verbose=True)
     rescore_table(cfg)  # bad input (PhraseTableError FILE:LINE, a refused output, a missing file): exit 2
     return 0
 

@@ -7,12 +7,12 @@ with ``--lm`` the command also writes ``OUT_DIR/moses.ini``. Example::
 """
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
 from nmt import config as C
 from nmt.errors import command
+from nmt.logs import setup_logging
 from smt_features.model.moses_ini_build import default_config
 from smt_features.train.phrase_model import TrainPhrasesConfig, train_phrases
 
@@ -21,7 +21,7 @@ from smt_features.train.phrase_model import TrainPhrasesConfig, train_phrases
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-train-phrases``."""
     cfg = C.parse(TrainPhrasesConfig, argv, description=__doc__.splitlines()[0])
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(verbose=True)
     train_phrases(cfg)
     if cfg.lm:
         out = Path(cfg.out_dir)

@@ -7,11 +7,11 @@ The loop is :mod:`smt_features.tune.loop`. Example::
 """
 from __future__ import annotations
 
-import logging
 import sys
 
 from nmt import config as C
 from nmt.errors import command
+from nmt.logs import setup_logging
 from smt_features.tune.loop import tune
 from smt_features.tune.options import TuneConfig
 
@@ -20,8 +20,7 @@ from smt_features.tune.options import TuneConfig
 def cli_main(argv: list[str] | None = None) -> int:
     """Entry point of ``smt-tune``."""
     cfg = C.parse(TuneConfig, argv, description=__doc__.splitlines()[0])
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    setup_logging(verbose=True, fmt="%(message)s")  # a no-op where logging is already set up
     try:
         result = tune(cfg)
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ from nmt import distributed
 from nmt.checkpoint import load_checkpoint
 from nmt.data.io import atomic_write
 from nmt.data.vocab import Vocabulary, load_vocab
+from nmt.errors import UsageError
 from nmt.lm_data import LOSS_NORMS, LMDataConfig, check_word_vocab, read_sentences
 from nmt.lm_task import build_task
 from nmt.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
@@ -106,7 +107,7 @@ def run_lm_training(ctx: distributed.DistContext, name: str, arch: str, model_cl
         task = build_task(data, vocab, batch_size=loop.batch_size, max_tokens=loop.max_tokens, seed=loop.seed,
                           vocab_path=vocab_path, loss_norm=optim.loss_norm)
     except ValueError as err:  # (a missing file reaches the error wrapper: PATH: No such file or directory)
-        raise SystemExit(f"nmt-lm-train: {err}") from None
+        raise UsageError(str(err)) from None
     if ctx.is_main:
         if loop.overwrite:
             for path in clear_run(out, [*inputs.values(), data.vocab]):
@@ -126,7 +127,7 @@ def run_lm_training(ctx: distributed.DistContext, name: str, arch: str, model_cl
                                  f"{saved.get('model')}, now {arch} {resolved['model']})")
             task.check_compatible(saved_ckpt)  # the trainer's restore() loads the task's state itself
         except ValueError as err:
-            raise SystemExit(f"nmt-lm-train: cannot resume from {last_path}: {err}") from None
+            raise UsageError(f"cannot resume from {last_path}: {err}") from None
         del saved_ckpt
     if ctx.is_main:
         copy = Path(vocab_path)

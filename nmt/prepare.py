@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ from nmt.data.io import DataError, atomic_write, check_parallel_lengths, iter_pa
 from nmt.data.special import UNK
 from nmt.data.tokenize import MosesTokenizer
 from nmt.data.vocab import SentencePieceVocab, Vocabulary
-from nmt.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -229,19 +227,3 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
         json.dump(stats, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
     return stats
-
-
-def cli_main(argv: list[str] | None = None) -> int:
-    """Entry point of ``nmt-prepare``."""
-    cfg = nmt_config.parse(PrepareConfig, argv, description=__doc__.splitlines()[0])
-    setup_logging(verbose=True)
-    try:
-        prepare_parallel(cfg)
-    except (ValueError, FileNotFoundError) as err:  # DataError, CorpusNotFound, bad options
-        print(f"nmt-prepare: error: {err}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(cli_main())

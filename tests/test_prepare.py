@@ -11,7 +11,8 @@ import yaml
 
 from nmt.data import corpora
 from nmt.data.io import DataError, read_lines
-from nmt.prepare import PrepareConfig, cli_main, prepare_parallel
+from nmt.cli.prepare import cli_main
+from nmt.prepare import PrepareConfig, prepare_parallel
 from nmt.data.vocab import Vocabulary, load_vocab
 
 TINY = Path(__file__).parent / "data" / "tiny"
@@ -63,7 +64,7 @@ def test_prepare_reports_bad_input(tiny_root: Path, tmp_path: Path, capsys: pyte
     train_en.write_bytes(gzip.compress((TINY / "train.en").read_bytes() + b"extra\n"))
     with pytest.raises(DataError, match="train.en.gz has 9 lines.*train.fr.gz has 8 lines"):
         prepare_parallel(PrepareConfig(out_dir=str(tmp_path / "o"), max_train_pairs=2))
-    assert cli_main(["--out-dir", str(tmp_path / "o2"), "--tokenizer", "bpe"]) == 1
+    assert cli_main(["--out-dir", str(tmp_path / "o2"), "--tokenizer", "bpe"]) == 2   # bad input: exit 2
     assert "tokenizer must be one of" in capsys.readouterr().err
 
 

@@ -94,7 +94,7 @@ class PhraseTableReader:
                     line_no += 1
                     self.n_read = line_no
                     try:
-                        entry = self._parse(raw_bytes, line_no)
+                        entry = self.parse_line(raw_bytes, line_no)
                         if entry is None:
                             self.n_filtered += 1
                             continue
@@ -138,7 +138,9 @@ class PhraseTableReader:
             self._align_cache[text] = result
         return result
 
-    def _parse(self, raw_bytes: bytes, line_no: int) -> PhraseEntry | None:
+    def parse_line(self, raw_bytes: bytes, line_no: int) -> PhraseEntry | None:
+        """One line (bytes, with or without its newline) as an entry; ``None`` for a bad line skipped with
+        ``skip_bad``, else :class:`PhraseTableError` naming ``FILE:line_no``."""
         if raw_bytes.endswith(b"\n"):
             raw_bytes = raw_bytes[:-1]
         try:

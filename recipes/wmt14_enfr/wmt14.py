@@ -297,7 +297,7 @@ def cmd_prepare(args: argparse.Namespace, extra: list[str]) -> int:
             if not path.is_file():
                 return _fail("prepare", f"{path} is missing")
     register_corpus(args.corpus_root)
-    from nmt.prepare import cli_main
+    from nmt.cli.prepare import cli_main
 
     return cli_main(["--config", f"{args.config}:prepare", "--out-dir", args.out_dir, *extra])
 

@@ -50,7 +50,7 @@ class TableLines:
             try:
                 for line_no, raw in enumerate(fh, 1):
                     try:
-                        if self.reader._parse(raw, line_no) is not None:
+                        if self.reader.parse_line(raw, line_no) is not None:
                             return
                     except PhraseTableError:
                         continue
@@ -61,7 +61,7 @@ class TableLines:
         """The :class:`~nmt.formats.phrase_table.PhraseEntry` of a raw line (with its ``\\n``), or raises."""
         if not self._primed:
             self._prime()
-        return self.reader._parse(raw, line_no)
+        return self.reader.parse_line(raw, line_no)
 
     def raw_lines(self, first: int, last: int) -> Iterator[tuple[int, bytes]]:
         """``(line_no, bytes incl. the newline)`` for lines ``first…last`` (1-based, inclusive)."""

@@ -14,6 +14,20 @@ py=${PYTHON:-$bin/python}
 # unknown_option OPT: the one refusal of an option a recipe does not know (exit 2).
 unknown_option() { echo "unknown option $1" >&2; exit 2; }
 
+# common_option OPT [VALUE]: the options every recipe shares: --quick, --work DIR, --mert-runs N, --threads N
+# (they set quick, work, runs, threads). Sets `taken` to the words it used (1 or 2); false for any other option.
+#   while [ $# -gt 0 ]; do if common_option "$@"; then shift "$taken"; continue; fi; case "$1" in ...
+common_option() {
+  case "$1" in
+    --quick) quick=1; taken=1 ;;
+    --work | --mert-runs | --threads)
+      [ $# -ge 2 ] || { echo "option $1 needs a value" >&2; exit 2; }
+      case "$1" in --work) work=$2 ;; --mert-runs) runs=$2 ;; --threads) threads=$2 ;; esac
+      taken=2 ;;
+    *) return 1 ;;
+  esac
+}
+
 # quick_flag QUICK: prints --quick when QUICK is 1 (to pass the scale on to another stage).
 quick_flag() { if [ "$1" = 1 ]; then echo --quick; fi; }
 

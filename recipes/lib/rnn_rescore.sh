@@ -37,13 +37,10 @@ dev=""
 tests=""
 tune_extra=""
 while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --quick) quick=1 ;;
     --smt-work) smt=$2; shift ;;
-    --work) work=$2; shift ;;
     --model) model=$2; shift ;;
-    --mert-runs) runs=$2; shift ;;
-    --threads) threads=$2; shift ;;
     --systems) systems=$2; shift ;;
     --tag) tag=$2; shift ;;
     --vocab) vocab=$2; shift ;;

@@ -28,11 +28,8 @@ dev_lines=""
 tune_extra=""
 decode_extra=()
 while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --quick) quick=1 ;;
-    --work) work=$2; shift ;;
-    --mert-runs) runs=$2; shift ;;
-    --threads) threads=$2; shift ;;
     --max-iterations) max_iter=$2; shift ;;
     --config) cfg=$2; shift ;;
     --dev) dev=$2; shift ;;

@@ -25,15 +25,12 @@ runs=3
 threads=2
 nbest=""
 while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --quick) quick=1 ;;
     --smt-work) smt=$2; shift ;;
     --rnn-work) rnn=$2; shift ;;
     --lm-work) lmw=$2; shift ;;
-    --work) work=$2; shift ;;
     --encdec) encdec=$2; shift ;;
-    --mert-runs) runs=$2; shift ;;
-    --threads) threads=$2; shift ;;
     --nbest) nbest=$2; shift ;;
     *) unknown_option "$1" ;;
   esac

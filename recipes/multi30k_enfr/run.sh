@@ -17,12 +17,9 @@ table=0
 runs=3
 threads=2
 while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --quick) quick=1 ;;
     --table) table=1 ;;
-    --mert-runs) runs=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    --work) work=$2; shift ;;
     --train-section) train_section=$2; shift ;;
     --) shift; train_extra=("$@"); break ;;
     *) unknown_option "$1" ;;

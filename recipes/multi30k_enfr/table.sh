@@ -12,11 +12,8 @@ runs=3
 threads=2
 encdec=""
 while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --quick) quick=1 ;;
-    --mert-runs) runs=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    --work) work=$2; shift ;;
     --encdec) encdec=$2; shift ;;
     *) unknown_option "$1" ;;
   esac

@@ -33,13 +33,10 @@ quick=0
 dry=0
 stop=""
 while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --work) work=$2; shift ;;
-    --mert-runs) runs=$2; shift ;;
-    --threads) threads=$2; shift ;;
     --device) device=$2; shift ;;
     --select-words) select_words=$2; shift ;;
-    --quick) quick=1 ;;
     --dry-run) dry=1 ;;
     --download-only) stop=download ;;
     --data-only) stop=data ;;

@@ -24,11 +24,8 @@ vocab=""
 dev_lines=""
 tune_flags=""
 while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --quick) quick=1 ;;
-    --work) work=$2; shift ;;
-    --mert-runs) runs=$2; shift ;;
-    --threads) threads=$2; shift ;;
     --vocab) vocab=$2; shift ;;
     --dev-lines) dev_lines=$2; shift ;;
     --tune-flags) tune_flags=$2; shift ;;

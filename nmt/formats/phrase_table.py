@@ -158,20 +158,11 @@ def encode_lines(lines: Sequence[str], *, gz: bool) -> bytes:
 
 
 def write_encoded(chunks: Iterable[bytes], path: PathLike) -> None:
-    """Write chunks from :func:`encode_lines` to ``path`` atomically.
-
-    ``nmt.data.io.atomic_write`` would gzip a ``.gz`` path itself (at level
-    9, 7x slower than gzip's default 6 for a 4 % smaller table), so the
-    bytes, compressed here, go atomically to ``<path>.partial``, which is
-    then renamed into place.
-    """
-    target = str(path)
-    tmp = f"{target}.partial" if is_gzip_path(target) else target
-    with atomic_write(tmp, "wb") as fh:
+    """Write chunks from :func:`encode_lines` (gzip members for a ``.gz`` path, compressed there at gzip's
+    default level 6) to ``path`` atomically, as they are."""
+    with atomic_write(path, "wb", compress=False) as fh:
         for chunk in chunks:
             fh.write(chunk)
-    if tmp != target:
-        os.replace(tmp, target)
 
 
 def split_fields(line: str) -> list[str]:

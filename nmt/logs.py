@@ -14,10 +14,12 @@ def setup_logging(verbose: bool = False, fmt: str = FORMAT) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=fmt, stream=sys.stderr)
 
 
-def add_file_log(path: Path, logger: str = "nmt") -> logging.Handler:
-    """Send ``logger`` (INFO and up) also to ``path`` as ``time LEVEL message``; undo with :func:`remove_file_log`."""
+def add_file_log(path: Path, logger: str = "nmt", fmt: str = "%(asctime)s %(levelname)s %(message)s",
+                 datefmt: str | None = None) -> logging.Handler:
+    """Send ``logger`` (INFO and up) also to ``path`` as ``fmt`` (default ``time LEVEL message``); undo with
+    :func:`remove_file_log`."""
     handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(logging.Formatter(fmt, datefmt))
     root = logging.getLogger(logger)
     root.setLevel(logging.INFO)
     root.addHandler(handler)

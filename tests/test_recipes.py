@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -234,8 +235,8 @@ def test_recipes_share_recipes_lib_and_hold_no_inline_python() -> None:
         assert not re.search(r"python\"? +(-c|- )|<<'?(PY|EOF)", text), path
         code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
         others = {m.group(1) for m in re.finditer(r"recipes/(\w+)/\w+\.(?:sh|py)", code)} - {folder, "lib"}
-        if folder == "multi30k_enfr":
-            others -= {"ptb_lm"}  # lm_rerank.sh trains the French LMs with recipes/ptb_lm/run.sh
+        if folder == "lib":
+            others -= {"ptb_lm"}  # lib/lm_rerank.sh trains the target-side LMs with recipes/ptb_lm/run.sh
         assert not others, (path, others)
 
 
@@ -261,3 +262,50 @@ def test_config_value_and_run_step(tmp_path: Path) -> None:
                       f'run_step b "{tmp_path}/out" -- touch "{tmp_path}/ran2"\n', encoding="utf-8")
     run(str(script))
     assert (tmp_path / "ran1").exists() and not (tmp_path / "ran2").exists()
+
+
+def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
+    """recipes/experiment/run.sh CONFIG with RECIPE_DRY_RUN=1: the plan of a config naming plain PREFIX.LANG
+    files (set names = the prefixes' base names, any number of tests, only the stages the systems need), and
+    nothing run; an unknown system is refused (exit 2)."""
+    data = tmp_path / "my data"
+    data.mkdir()
+    for name in ("corpus", "heldout", "news1", "news2", "news3"):
+        for lang, line in (("en", "a house ."), ("fr", "une maison .")):
+            (data / f"{name}.{lang}").write_text(line + "\n", encoding="utf-8")
+    systems = "[Baseline, +RNN, +Mogrifier-LM]"
+    cfg = tmp_path / "mine.yaml"
+
+    def write(systems: str) -> None:
+        cfg.write_text(
+            "experiment:\n  title: mine\n  scale: tiny\n  scale_quick: tinier\n"
+            f"  files: {{train: '{data}/corpus', dev: '{data}/heldout',\n"
+            f"          tests: ['{data}/news1', '{data}/news2', '{data}/news3']}}\n"
+            f"  src: en\n  tgt: fr\n  systems: {systems}\n  mert_runs: 2\n  lm_corpus: my-lm\n"
+            "  filter_table: true\n", encoding="utf-8")
+    write(systems)
+    work = tmp_path / "work"
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--quick", "--work", str(work),
+                           "--threads", "1"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    plan = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+    assert len(plan) == 4, plan                                    # prepare, Baseline, +RNN, the LM row
+
+    def after(words: list[str], flag: str, n: int = 1) -> list[str]:
+        return words[words.index(flag) + 1:words.index(flag) + 1 + n]
+    assert plan[0][0].endswith("nmt-prepare") and after(plan[0], "--train") == [f"{data}/corpus"]
+    assert after(plan[0], "--test", 4) == [f"{data}/news1", f"{data}/news2", f"{data}/news3", "--src"]
+    assert plan[1][1].endswith("smt_baseline.sh") and "--quick" in plan[1]
+    assert after(plan[1], "--dev") == ["heldout"] and after(plan[1], "--tests") == ["news1 news2 news3"]
+    assert after(plan[1], "--mert-runs") == ["2"] and after(plan[1], "--threads") == ["1"]
+    assert plan[2][1].endswith("rnn_rescore.sh") and after(plan[2], "--systems") == ["rnn"]
+    assert after(plan[2], "--filter-sets") == ["heldout news1 news2 news3"]
+    assert plan[3][1].endswith("lm_rerank.sh") and after(plan[3], "--rows") == ["mog"]
+    assert after(plan[3], "--lm-corpus") == ["my-lm"]
+    assert "scale: tinier" in proc.stdout
+    assert not (work / "smt" / "data").exists()                    # a dry run runs nothing
+    write("[Baseline, +BERT]")
+    bad = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert bad.returncode == 2 and "unknown system '+BERT'" in bad.stderr

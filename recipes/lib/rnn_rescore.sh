@@ -9,12 +9,16 @@
 #   recipes/lib/rnn_rescore.sh --config YAML --smt-work DIR --work DIR [--quick] [--model DIR]
 #                              [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
 #                              [--vocab K] [--device D] [--dev SPLIT] [--tests "A B"] [--tune-flags "..."]
+#                              [--filter-sets "A B"]
 # --config: the recipe's config.yaml (its train_phrases[_quick] section trains the phrase model; its
 #   smt[_quick] section: dev/test splits, MERT settings, phrase_vocab); --dev/--tests/--tune-flags as
 #   smt_baseline.sh. Used by recipes/multi30k_enfr/table.sh, recipes/wmt_small/run.sh, recipes/wmt14_enfr/run.sh.
 # --vocab K: the phrase model's vocabularies are the K most frequent words per side (default: the config's
 #   phrase_vocab; Multi30k: 3000 — its ~11k words would leave no word unknown, while the paper's 15,000 of
 #   WMT'14 cover ~93% of the tokens and WP counts the rest; 3,000 cover 96% of Multi30k's training tokens).
+# --filter-sets "A B": rescore only the pairs whose source phrase occurs in these sets (text/SET.en, e.g. the dev
+#   and test sets), with smt-filter-table (without it: the whole table, and a warning); the model still
+#   trains on the whole table.
 # --device: cpu (default) or cuda[:i], for training the phrase model and for smt-rescore.
 # --tag: appended to the system names (+RNN(TAG), +RNN+WP(TAG)), to tell models apart in one report.
 # --model: an nmt-train folder with the prepare step's vocabularies (e.g. the sentence-trained model of
@@ -36,6 +40,7 @@ cfg=""
 dev=""
 tests=""
 tune_extra=""
+filter_sets=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
     --dev) dev=$2; shift ;;
     --tests) tests=$2; shift ;;
     --tune-flags) tune_extra=$2; shift ;;
+    --filter-sets) filter_sets=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
   shift
@@ -89,10 +95,21 @@ if [ -z "$model" ]; then
   echo "training the phrase model: $(( $(date +%s) - t0 )) s"
 fi
 
-echo "== smt-rescore: p_rnn(e|f) and WP for every pair of the table"
+in_table=$smt/model/phrase-table.gz
+if [ -n "$filter_sets" ] && [ -x "$bin/smt-filter-table" ]; then
+  echo "== smt-filter-table: the pairs the sources of $filter_sets can use"
+  inputs=()
+  for s in $filter_sets; do inputs+=("$t/$s.en"); done
+  run_step filter "$work/phrase-table.filtered.gz" -- "$bin/smt-filter-table" --table "$in_table" \
+    --input "${inputs[@]}" --output "$work/phrase-table.filtered.gz"
+  in_table=$work/phrase-table.filtered.gz
+elif [ -n "$filter_sets" ]; then
+  echo "rnn_rescore.sh: no $bin/smt-filter-table: rescoring the whole table" >&2
+fi
+echo "== smt-rescore: p_rnn(e|f) and WP for every pair of $in_table"
 table=$work/phrase-table.rnn.gz
 t0=$(date +%s)
-run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$smt/model/phrase-table.gz" --model "$model" \
+run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$in_table" --model "$model" \
   --output "$table" --wp-column --resume --threads "$threads" --device "$device" --moses-ini "$smt/model/moses.ini"
 echo "rescoring: $(( $(date +%s) - t0 )) s"
 # +RNN: the same table with the WP weight at 0 and fixed (the 5-score system); +RNN+WP: all 6 scores tuned

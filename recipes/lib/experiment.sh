@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# One experiment from one config file (EMS style): prepare → Baseline → +RNN/+RNN+WP → neural LM rows → report.
+#   recipes/lib/experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR]
+# (recipes/experiment/run.sh and recipes/multi30k_enfr/table.sh run it.) CONFIG's `experiment` section names
+# the data (a registry `corpus`, or `files: {train: PREFIX, dev: PREFIX, tests: [PREFIX...]}` of plain
+# PREFIX.LANG files), `src`/`tgt`, the `dev` set and the `tests` (any number), the `systems` (Baseline, +RNN,
+# +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all), `mert_runs`, `lm_corpus`, `filter_table`, and the `scale`
+# label printed with the table (`scale_quick` with --quick); its other sections size each stage (prepare,
+# train_phrases[_quick], smt[_quick]: see recipes/lib/smt_baseline.sh, rnn_rescore.sh, lm_rerank.sh).
+# WORK (default work/experiment/<config name>[_quick]) holds smt/, rnn/, lm/, rerank/, report/, scores.md and
+# wall_time.txt (the seconds of every stage). Every step is reused once its output exists. RECIPE_DRY_RUN=1:
+# print the stage commands and run nothing.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N]" >&2; exit 2; }
+cfg=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+shift
+[ -f "$cfg" ] || { echo "experiment.sh: no config $cfg" >&2; exit 2; }
+quick=0
+work=""
+runs=""
+threads=2
+encdec=""
+while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
+  case "$1" in
+    --encdec) [ $# -ge 2 ] || { echo "option $1 needs a value" >&2; exit 2; }; encdec=$2; shift ;;
+    *) unknown_option "$1" ;;
+  esac
+  shift
+done
+x=$cfg:experiment
+suffix=$([ $quick = 1 ] && echo _quick || true)
+name=$(basename "$cfg" .yaml)
+work=$(abs_dir "${work:-$root/work/experiment/$name$suffix}")
+runs=${runs:-$(config_value "$x" mert_runs)}
+src=$(config_value "$x" src)
+tgt=$(config_value "$x" tgt)
+systems=$(config_value "$x" systems)
+title=$(config_value "$x" title)
+scale=$(config_value "$x" "scale$suffix")
+qflag=$(quick_flag $quick)
+
+# the data: a registry corpus, or plain files (the set names: the prefixes' base names)
+prep=("$bin/nmt-prepare" --config "$cfg:prepare" --src-lang "$src" --tgt-lang "$tgt" --out-dir "$work/smt/data")
+if "$py" "$lib/config_value.py" "$x" files > /dev/null 2>&1; then
+  train_prefix=$(config_value "$x" files train)
+  dev_prefix=$(config_value "$x" files dev)
+  mapfile -t test_prefixes < <(config_value "$x" files tests)
+  dev=$(basename "$dev_prefix")
+  tests=""
+  for p in "${test_prefixes[@]}"; do tests="$tests $(basename "$p")"; done
+  tests=${tests# }
+  prep+=(--train "$train_prefix" --dev "$dev_prefix" --test "${test_prefixes[@]}" --src "$src" --tgt "$tgt")
+else
+  dev=$(config_value "$x" dev)
+  tests=$(config_value "$x" tests | tr '\n' ' ')
+  tests=${tests% }
+  mapfile -t test_splits < <(config_value "$x" tests)
+  prep+=(--corpus "$(config_value "$x" corpus)" --train-split "$(config_value "$x" train)" --dev-split "$dev"
+         --test-splits "${test_splits[@]}")
+fi
+# the SMT stages name their files SET.en / SET.fr and detokenize French (recipes/lib): other pairs are refused
+[ "$src-$tgt" = en-fr ] || { echo "experiment.sh: $cfg: src $src, tgt $tgt: the SMT stages handle en→fr only for now" >&2; exit 2; }
+[ -n "$dev" ] && [ -n "$tests" ] || { echo "experiment.sh: $cfg: the experiment needs a dev set and test sets" >&2; exit 2; }
+
+# the systems → the stages that make them
+want() { grep -qxF -- "$1" <<< "$systems"; }
+rnn_systems=""
+want +RNN && rnn_systems="rnn"
+{ want +RNN+WP || want +all; } && rnn_systems="$rnn_systems rnnwp"
+rnn_systems=${rnn_systems# }
+lm_rows=""
+for row in "lstm|+LSTM-LM" "rmn|+RMN-LM" "mog|+Mogrifier-LM" "all|+all"; do
+  want "${row#*|}" && lm_rows="$lm_rows ${row%%|*}"
+done
+lm_rows=${lm_rows# }
+while read -r s; do
+  case $s in Baseline | +RNN | +RNN+WP | +LSTM-LM | +RMN-LM | +Mogrifier-LM | +all) ;;
+    *) echo "experiment.sh: $cfg: unknown system '$s' (Baseline, +RNN, +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all)" >&2; exit 2 ;;
+  esac
+done <<< "$systems"
+filter=$(config_value "$x" filter_table)
+
+echo "== $title"
+echo "   config $cfg; work $work"
+echo "   scale: $scale"
+echo "   data: $src→$tgt, dev $dev, tests $tests; systems: $(tr '\n' ' ' <<< "$systems"); $runs MERT run(s)"
+sets=(--dev "$dev" --tests "$tests")
+common=($qflag --config "$cfg" --mert-runs "$runs" --threads "$threads")
+stage_times=()
+stage() {  # stage NAME CMD...: run CMD (run_cmd: a dry run prints it), note its wall time
+  local t0=$SECONDS
+  run_cmd "${@:2}"
+  stage_times+=("$1: $((SECONDS - t0)) s")
+}
+start=$SECONDS
+mkdir -p "$work/smt"
+echo "== prepare ($work/smt/data)"
+t0=$SECONDS
+run_step prepare "$work/smt/data/prepare.json" -- "${prep[@]}"
+stage_times+=("prepare: $((SECONDS - t0)) s")
+stage "Baseline (smt_baseline.sh)" bash "$lib/smt_baseline.sh" "${common[@]}" --work "$work/smt" "${sets[@]}"
+if [ -n "$rnn_systems" ]; then
+  filter_flags=()
+  if [ "$filter" = True ]; then
+    filter_flags=(--filter-sets "$dev $tests")
+  fi
+  stage "+RNN (rnn_rescore.sh)" bash "$lib/rnn_rescore.sh" "${common[@]}" --smt-work "$work/smt" --work "$work/rnn" \
+    "${sets[@]}" --systems "$rnn_systems" ${filter_flags[@]+"${filter_flags[@]}"}
+fi
+if [ -n "$lm_rows" ]; then
+  stage "neural LM rows (lm_rerank.sh)" bash "$lib/lm_rerank.sh" "${common[@]}" --smt-work "$work/smt" \
+    --rnn-work "$work/rnn" --lm-work "$work/lm" --work "$work/rerank" "${sets[@]}" --rows "$lm_rows" \
+    --lm-corpus "$(config_value "$x" lm_corpus)" ${encdec:+--encdec "$encdec"}
+fi
+table_end=$SECONDS
+[ "${RECIPE_DRY_RUN:-0}" = 1 ] && exit 0
+
+# the table: the chosen systems only
+sys_flags=()
+while read -r s; do
+  case $s in
+    Baseline) d=$work/smt/tune ;; +RNN) d=$work/rnn/rnn.tune ;; +RNN+WP) d=$work/rnn/rnnwp.tune ;;
+    +LSTM-LM) d=$work/rerank/lstm ;; +RMN-LM) d=$work/rerank/rmn ;; +Mogrifier-LM) d=$work/rerank/mog ;;
+    +all) d=$work/rerank/all ;;
+  esac
+  sys_flags+=(--system "$s=$d")
+done <<< "$systems"
+rm -rf "$work/results"
+mkdir -p "$work/results"
+"$py" "$lib/summarize.py" --runs "$runs" --sets "$dev $tests" --out-json "$work/results" "${sys_flags[@]}" \
+  > "$work/scores.md"
+
+echo "== report ($work/report)"
+in=$work/report_in
+rm -rf "$in"
+mkdir -p "$in/perplexity" "$in/models"
+cp -r "$work/results" "$in/results"
+for m in kenlm lstm-1x128 rm+tM-g mogrifier; do
+  for split in valid test; do
+    [ -f "$work/lm/$m/$split.json" ] && cp "$work/lm/$m/$split.json" "$in/perplexity/$m.$split.json"
+  done
+  [ -f "$work/lm/$m/history.json" ] && mkdir -p "$in/models/$m" && cp "$work/lm/$m/history.json" "$in/models/$m/"
+done
+report=(--experiment-dir "$in" --out "$work/report" --title "$title")
+if [ -f "$work/rnn/phrase_model/history.json" ]; then
+  mkdir -p "$in/models/phrase_model" && cp "$work/rnn/phrase_model/history.json" "$in/models/phrase_model/"
+  # Cho et al. Fig. 4-5: frequent source phrases of 2-4 words (the table's sources with the most target options)
+  "$bin/smt-frequent-phrases" --table "$work/smt/model/phrase-table.gz" --output "$in/phrases.txt" \
+    --limit "$(config_value "$cfg:smt$suffix" report_phrases)"
+  head -n 3 "$work/smt/text/$dev.$tgt" > "$in/attention_sentences.txt"
+  report+=(--phrase-model "$work/rnn/phrase_model" --phrases "$in/phrases.txt" --projection tsne
+           --attention-sentences "$in/attention_sentences.txt")
+fi
+[ -f "$work/rerank/examples.json" ] && cp "$work/rerank/examples.json" "$in/"
+[ -d "$work/lm/rm+tM-g" ] && report+=(--rmn-model "$work/lm/rm+tM-g")
+"$bin/smt-report" "${report[@]}"
+end=$SECONDS
+{
+  for s in "${stage_times[@]}"; do echo "$s"; done
+  echo "table (reused steps take ~0 s): $((table_end - start)) s"
+  echo "report: $((end - table_end)) s"
+  echo "total: $((end - start)) s"
+} | tee "$work/wall_time.txt"
+echo "== $title"
+echo "scale: $scale"
+cat "$work/scores.md"
+echo "report: $work/report/report.md (and report.html)"

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Target-side neural LMs as log-linear features, by n-best reranking:
+#   the Baseline and +RNN+WP systems (recipes/lib/smt_baseline.sh and rnn_rescore.sh: run them first) → for
+#   each MERT run r: decode the dev and test sets with its tuned weights into N-best lists → smt-rerank adds
+#   ln p(hyp) under the LSTM, RMN and Mogrifier LMs trained on the target-side corpus --lm-corpus
+#   (recipes/ptb_lm/run.sh --corpus) and the encoder–decoder's ln p(hyp | source) → MERT on the dev list
+#   (seed r, from the run's tuned weights, new features from 0) → reranked 1-best of the test lists →
+#   detokenize → sacreBLEU.
+# Rows: +LSTM-LM, +RMN-LM, +Mogrifier-LM (Baseline's lists + that LM), +all (the +RNN+WP lists + the three
+# LMs + the encoder–decoder).
+#   recipes/lib/lm_rerank.sh --config YAML --smt-work DIR --rnn-work DIR --lm-work DIR --work DIR
+#                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
+#                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all"]
+# --config: the recipe's config (its smt[_quick] section: rerank_nbest, and dev/tests unless given).
+# --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
+# --nbest: the list size (default: the config's smt.rerank_nbest, --quick: smt_quick.rerank_nbest).
+# --rows: the rows to make (default all four; +RNN+WP's tuned runs are needed only for `all`).
+# Used by recipes/lib/experiment.sh and recipes/multi30k_enfr/lm_rerank.sh.
+# Outputs: WORK/{baseline,rnnwp}.R/*.nbest(.feat.gz), WORK/<row>.R/*, WORK/scores.md, WORK/examples.md,
+#   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
+source "$(dirname "$0")/common.sh"
+quick=0
+smt=""
+rnn=""
+lmw=""
+work=""
+encdec=""
+runs=3
+threads=2
+nbest=""
+cfg=""
+dev=""
+tests=""
+rows="lstm rmn mog all"
+lm_corpus=""
+while [ $# -gt 0 ]; do
+  if common_option "$@"; then shift "$taken"; continue; fi
+  case "$1" in
+    --smt-work) smt=$2; shift ;;
+    --rnn-work) rnn=$2; shift ;;
+    --lm-work) lmw=$2; shift ;;
+    --encdec) encdec=$2; shift ;;
+    --nbest) nbest=$2; shift ;;
+    --config) cfg=$2; shift ;;
+    --dev) dev=$2; shift ;;
+    --tests) tests=$2; shift ;;
+    --rows) rows=$2; shift ;;
+    --lm-corpus) lm_corpus=$2; shift ;;
+    *) unknown_option "$1" ;;
+  esac
+  shift
+done
+[ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$rnn" ] && [ -n "$lmw" ] && [ -n "$work" ] && [ -n "$lm_corpus" ] || \
+  { echo "lm_rerank.sh: give --config, --smt-work, --rnn-work, --lm-work, --work and --lm-corpus" >&2; exit 2; }
+suffix=$([ $quick = 1 ] && echo _quick || true)
+nbest=${nbest:-$(config_value "$cfg:smt$suffix" rerank_nbest)}
+dev=${dev:-$(config_value "$cfg:smt$suffix" dev)}
+tests=${tests:-$(config_value "$cfg:smt$suffix" tests)}
+need=("$smt/tune.1/moses.tuned.ini")
+grep -qw all <<< "$rows" && need+=("$rnn/rnnwp.tune.1/moses.tuned.ini")
+for f in "${need[@]}"; do
+  [ -f "$f" ] || { echo "lm_rerank.sh: no $f: run smt_baseline.sh and rnn_rescore.sh first" >&2; exit 1; }
+done
+work=$(abs_dir "$work")
+mkdir -p "$work/results"
+smt=$(cd "$smt" && pwd)
+rnn=$(abs_dir "$rnn")
+start=$(date +%s)
+qflag=$(quick_flag $quick)
+models="lstm-1x128 rm+tM-g mogrifier"
+
+encdec=${encdec:-$rnn/phrase_model}
+t=$smt/text
+
+echo "== neural LMs on $lm_corpus ($lmw)"
+t0=$(date +%s)
+run_step "neural LMs" "$lmw/table.md" -- bash "$root/recipes/ptb_lm/run.sh" $qflag --corpus "$lm_corpus" --models "$models" \
+  --threads "$threads" --work "$lmw"
+echo "language models: $(( $(date +%s) - t0 )) s"
+lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier")
+
+sets="$dev $tests"
+bases=baseline
+grep -qw all <<< "$rows" && bases="baseline rnnwp"
+for base in $bases; do
+  for r in $(seq 1 "$runs"); do
+    ini=$([ $base = baseline ] && echo "$smt/tune.$r/moses.tuned.ini" || echo "$rnn/rnnwp.tune.$r/moses.tuned.ini")
+    d=$work/$base.$r
+    mkdir -p "$d"
+    extra=()
+    [ $base = rnnwp ] && extra=(--encdec "RNN0=$encdec")
+    for s in $sets; do
+      if [ ! -f "$d/$s.nbest.feat.gz" ]; then
+        echo "== $base run $r: $s $nbest-best list and its neural features"
+        "$bin/smt-decode" --moses-ini "$ini" --input "$t/$s.en" --output "$d/$s.1best" \
+          --n-best-list "$d/$s.nbest" "$nbest" --threads "$threads" --progress false
+        "$bin/smt-rerank" --nbest "$d/$s.nbest" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
+          "${lm_flags[@]}" ${extra[@]+"${extra[@]}"} --threads "$threads"
+        rm -f "$d/$s.nbest"
+      fi
+    done
+  done
+done
+
+# row: name base dropped-features
+row_specs=("lstm|+LSTM-LM|baseline|RMN0 MOG0" "rmn|+RMN-LM|baseline|LSTM0 MOG0" "mog|+Mogrifier-LM|baseline|LSTM0 RMN0"
+      "all|+all|rnnwp|")
+sys_flags=(--system "Baseline=$smt/tune")
+[ -f "$rnn/rnn.tune.1/moses.tuned.ini" ] && sys_flags+=(--system "+RNN=$rnn/rnn.tune")
+[ -f "$rnn/rnnwp.tune.1/moses.tuned.ini" ] && sys_flags+=(--system "+RNN+WP=$rnn/rnnwp.tune")
+for row in "${row_specs[@]}"; do
+  IFS='|' read -r key name base drop <<< "$row"
+  grep -qw "$key" <<< "$rows" || continue
+  sys_flags+=(--system "$name=$work/$key")
+  for r in $(seq 1 "$runs"); do
+    src=$work/$base.$r
+    d=$work/$key.$r
+    mkdir -p "$d"
+    ini=$([ $base = baseline ] && echo "$smt/tune.$r/moses.tuned.ini" || echo "$rnn/rnnwp.tune.$r/moses.tuned.ini")
+    dflag=()
+    [ -n "$drop" ] && dflag=(--drop $drop)
+    [ -f "$d/weights" ] || echo "== $name run $r: MERT on the $dev $nbest-best list"
+    run_step "$name run $r: MERT" "$d/weights" -- "$bin/smt-rerank" --nbest "$src/$dev.nbest.feat.gz" --src "$t/$dev.en" \
+      ${dflag[@]+"${dflag[@]}"} --tune --ref "$t/$dev.fr" --weights "$ini" --weights-out "$d/weights" --seed "$r" \
+      --one-best "$d/$dev.tok.fr"
+    for s in $sets; do
+      fresh "$d/$s.scores.json" "$d/weights" && continue
+      [ "$s" = "$dev" ] || "$bin/smt-rerank" --nbest "$src/$s.nbest.feat.gz" --src "$t/$s.en" ${dflag[@]+"${dflag[@]}"} \
+        --weights "$d/weights" --one-best "$d/$s.tok.fr"
+      "$bin/nmt-evaluate" --hyp "$d/$s.tok.fr" --detokenize fr --detok-out "$d/$s.fr" --ref "$t/$s.ref.fr" \
+        --name "$name run $r $s" --json "$d/$s.scores.json"
+    done
+  done
+done
+
+echo "== summary over $runs MERT run(s)"
+"$py" "$lib/summarize.py" --runs "$runs" --sets "$sets" --out-json "$work/results" "${sys_flags[@]}" \
+  | tee "$work/scores.md"
+last=${sys_flags[-1]}
+"$py" "$lib/summarize.py" --examples --text "$t" --run 1 --limit 8 \
+  --set "${tests%% *}" --system "Baseline=$smt/tune" --system "$last" --json "$work/examples.json" > "$work/examples.md"
+echo "total $(( $(date +%s) - start )) s; outputs in $work"

@@ -159,3 +159,19 @@ def test_checksums_match_the_shared_files(corpus: str) -> None:
         pytest.skip("shared data absent")
     for name in names:
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == spec.sha256[name], name
+
+
+def test_builtin_declarations_and_a_bad_one(tmp_path: Path) -> None:
+    assert {p.stem for p in corpora.REGISTRY_DIR.glob("*.yaml")} == set(list_corpora())
+    multi30k = corpora.load_corpus(corpora.REGISTRY_DIR / "multi30k.yaml", builtin=True)
+    assert multi30k.splits["val"] == {"en": "val.en.gz", "fr": "val.fr.gz"} and multi30k.source is None
+    bad = tmp_path / "c.yaml"
+    bad.write_text("name: x\nsplits: {train: train}\ncolour: red\n", encoding="utf-8")
+    with pytest.raises(corpora.DataError, match=r"c.yaml: unknown key\(s\) \['colour'\]"):
+        get_split(str(bad), "train")
+    bad.write_text("name: x\nsplits: {train: train}\n", encoding="utf-8")
+    with pytest.raises(corpora.DataError, match="declare 'languages"):
+        corpora.load_corpus(bad)
+    bad.write_text("splits: [oops\n", encoding="utf-8")
+    with pytest.raises(corpora.DataError, match="c.yaml:2: not valid YAML"):
+        corpora.load_corpus(bad)

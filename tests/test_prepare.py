@@ -81,3 +81,78 @@ def test_prepare_real_multi30k_first_200(tmp_path: Path, monkeypatch: pytest.Mon
     assert read_lines(out / "train.en")[0] == "Two young, White males are outside near many bushes."
     assert read_lines(out / "train.tok.en")[0].startswith("Two young , White males")
     shutil.rmtree(out)
+
+
+def _outputs(folder: Path) -> dict[str, bytes]:
+    skip = {"config.yaml", "prepare.json"}
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name not in skip}
+
+
+def _plain_corpus(folder: Path) -> Path:
+    """tests/data/tiny as PREFIX.LANG files: train plain, val gzipped, test_2016_flickr plain."""
+    folder.mkdir()
+    for name, source, gz in (("train", "train", False), ("val", "val", True), ("test_2016_flickr", "test", False)):
+        for lang in ("en", "fr"):
+            data = (TINY / f"{source}.{lang}").read_bytes()
+            target = folder / f"{name}.{lang}{'.gz' if gz else ''}"
+            target.write_bytes(gzip.compress(data) if gz else data)
+    return folder
+
+
+def test_plain_files_match_the_registry_and_any_worker_count(tiny_root: Path, tmp_path: Path) -> None:
+    data = _plain_corpus(tmp_path / "plain")
+    common = ["--max-len", "12", "--src-vocab-size", "5"]
+    assert cli_main(["--out-dir", str(tmp_path / "reg"), "--test-splits", "test_2016_flickr", *common]) == 0
+    runs = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}"
+        assert cli_main(["--train", str(data / "train"), "--dev", str(data / "val"), "--test",
+                         str(data / "test_2016_flickr"), "--src", "en", "--tgt", "fr", "--out-dir", str(out),
+                         "--workers", workers, *common]) == 0
+        runs[workers] = _outputs(out)
+    assert runs["1"] == runs["2"] == _outputs(tmp_path / "reg")
+    assert "train.tok.fr" in runs["1"] and "vocab.en.tsv" in runs["1"]
+    stats = json.loads((tmp_path / "w2" / "prepare.json").read_text(encoding="utf-8"))
+    assert stats["splits"]["train"]["kept"] == 6 and stats["inputs"]["val"]["fr"].endswith("val.fr.gz")
+    assert yaml.safe_load((tmp_path / "w2" / "config.yaml").read_text(encoding="utf-8"))["workers"] == 2
+    assert "workers" not in yaml.safe_load((tmp_path / "reg" / "config.yaml").read_text(encoding="utf-8"))
+
+
+def test_corpus_declaration_file(tmp_path: Path) -> None:
+    _plain_corpus(tmp_path / "files")
+    decl = tmp_path / "corpus.yaml"
+    decl.write_text("name: mine\nfolder: files\nlanguages: [en, fr]\n"
+                    "splits:\n  train: train\n  val: val\n  test: {en: test_2016_flickr.en, fr: test_2016_flickr.fr}\n",
+                    encoding="utf-8")
+    out = tmp_path / "out"
+    stats = prepare_parallel(PrepareConfig(corpus=str(decl), test_splits=["test"], out_dir=str(out), max_len=12))
+    assert stats["splits"]["train"]["kept"] == 6 and stats["splits"]["val"]["pairs"] == 2
+    assert read_lines(out / "test.fr") == read_lines(TINY / "test.fr")
+
+
+def test_sentencepiece_on_a_sample(tmp_path: Path) -> None:
+    data = _plain_corpus(tmp_path / "plain")
+    out = tmp_path / "sp"
+    assert cli_main(["--train", str(data / "train"), "--out-dir", str(out), "--tokenizer", "sentencepiece",
+                     "--sp-vocab-size", "40", "--sp-sample-lines", "5"]) == 0
+    stats = json.loads((out / "prepare.json").read_text(encoding="utf-8"))
+    assert (out / "sp.fr.model").is_file() and stats["splits"]["train"]["pairs_read"] == 8
+    assert len(read_lines(out / "train.tok.en")) == stats["splits"]["train"]["kept"] > 0
+
+
+def test_plain_files_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _plain_corpus(tmp_path / "plain")
+    out = tmp_path / "out"
+    (data / "bad.en").write_bytes(b"One.\nTwo.\nTh\xffree.\n")
+    (data / "bad.fr").write_bytes(b"Un.\nDeux.\nTrois.\n")
+    assert cli_main(["--train", str(data / "bad"), "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"nmt-prepare: {data / 'bad.en'}:3: invalid UTF-8" in err and "Traceback" not in err
+    assert not out.exists() or not list(out.iterdir())
+    assert cli_main(["--train", str(data / "train"), "--dev", str(data / "nope"), "--out-dir", str(out)]) == 2
+    assert f"{data / 'nope.en'}: not found (nor {data / 'nope.en.gz'})" in capsys.readouterr().err
+    assert cli_main(["--train", str(data / "train"), "--test", str(data / "val"), str(tmp_path / "val"),
+                     "--out-dir", str(out)]) == 2
+    assert "must differ: ['val']" in capsys.readouterr().err
+    assert cli_main(["--dev", str(data / "val"), "--out-dir", str(out)]) == 2
+    assert not out.exists() or not list(out.iterdir())

@@ -7,7 +7,7 @@ from nmt.data.io import DataError
 
 from smt_features.decode.decoder import Decoder
 from smt_features.decode.options import SearchOptions, search_options_from_config
-from smt_features.decode.table import PhraseTable
+from smt_features.decode.table import PhraseTable, load_phrase_table
 from smt_features.model.features import (
     DistortionFeature, Feature, FeatureSet, PhrasePenaltyFeature, PhraseTableFeature,
     UnknownWordPenaltyFeature, WordPenaltyFeature,
@@ -56,7 +56,7 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
             raise MosesIniError(src, 0, f"no weights for feature {f.name} in [weight]")
     if table is None:
         path = resolve_path(tm_lines[0].get("path"), config)
-        table = PhraseTable.load(path)
+        table = load_phrase_table(path)
         if not len(table):
             raise DataError(f"{path}: empty phrase table (no phrase pairs)")
     tm = fs.of_kind(PhraseTableFeature)[0]

@@ -5,10 +5,14 @@ this class only holds the entries the way the search looks them up.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 
 from nmt.formats.phrase_table_reader import PhraseTableReader
+from smt_features.model.binary_table import BinaryPhraseTable, sidecar_path
+
+log = logging.getLogger(__name__)
 
 
 class PhraseTable:
@@ -62,3 +66,15 @@ class PhraseTable:
 
     def __len__(self) -> int:
         return self.num_pairs
+
+
+def load_phrase_table(path: str | Path) -> "PhraseTable | BinaryPhraseTable":
+    """The decoder's table of ``path``: its binarized sidecar ``path.bin`` (memory-mapped) when there is one,
+    else the text table read into memory. A sidecar not built from ``path`` as it is now is refused
+    (``DataError``: rebuild it with ``smt-binarize-table``)."""
+    side = sidecar_path(path)
+    if side.exists():
+        table = BinaryPhraseTable(side, source=path)
+        log.info("phrase table %s: using its binarized form %s (%d pairs)", path, side, len(table))
+        return table
+    return PhraseTable.load(path)

@@ -49,9 +49,10 @@ def absolute_paths(cfg: Any) -> Any:
     return out
 
 
-def decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]], base: Any
-           ) -> tuple[Path, Path, float]:
-    """Run the decoder for iteration ``it``; returns (n-best, 1-best, seconds). Skips a finished decode."""
+def decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]], base: Any,
+           override_ini: str | None = None) -> tuple[Path, Path, float]:
+    """Run the decoder for iteration ``it``; returns (n-best, 1-best, seconds). Skips a finished decode.
+    ``override_ini``: the moses.ini given with ``--weights-mode override`` (default ``--moses-ini``)."""
     nbest_path = work / f"run{it}.best{cfg.nbest}.out"
     out_path = work / f"run{it}.out"
     if nbest_path.exists():
@@ -67,7 +68,7 @@ def decode(cfg: TuneConfig, work: Path, it: int, weights: dict[str, list[float]]
     if cfg.weights_mode == "ini":
         cmd += ["--moses-ini", str(run_ini)]
     else:
-        cmd += ["--moses-ini", str(Path(cfg.moses_ini).resolve()), "--weights-override",
+        cmd += ["--moses-ini", str(Path(override_ini or cfg.moses_ini).resolve()), "--weights-override",
                 Weights(weights).override_string()]
     cmd += ["--input", str(Path(cfg.dev_src).resolve()), "--output", str(out_tmp),
             "--n-best-list", str(nbest_tmp), str(cfg.nbest), "--threads", str(cfg.threads)]

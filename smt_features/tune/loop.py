@@ -59,6 +59,7 @@ from smt_features.model.moses_ini import check_feature_files, read_moses_ini
 from smt_features.model.weights import Weights, parse_ranges, value_names
 from smt_features.tune.bleu_stats import bleu_from_stats
 from smt_features.tune.decoding import decode, decoder_command, one_best_from_nbest
+from smt_features.tune.filtered import decoding_model
 from smt_features.tune.mert import MertOptions, mert, normalise_l1
 from smt_features.tune.options import TuneConfig, TuneResult
 from smt_features.tune.pool import NBestPool
@@ -130,6 +131,7 @@ def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple
     stop_reason = "max-iterations"
     dev_bleus: list[float] = []
     final_weights = weights
+    dec_base, dec_ini = decoding_model(cfg, base, work)
     it = 0
     for it in range(1, cfg.max_iterations + 1):
         if it <= len(state.iterations):
@@ -140,7 +142,7 @@ def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple
             state.iterations.append(rec)
             state.save()
         # ---- decode and merge
-        nbest_path, out_path, dec_seconds = decode(cfg, work, it, weights, base)
+        nbest_path, out_path, dec_seconds = decode(cfg, work, it, weights, dec_base, dec_ini)
         t0 = time.perf_counter()
         n_read, n_new = pool.add_nbest_file(nbest_path)
         missing = pool.missing_sentences()

@@ -34,6 +34,8 @@ class TuneConfig:
                                        "(default -1..1), e.g. LM0:0..1")
     clip_to_ranges: bool = field(False, help="also keep the optimised weights inside the ranges")
     tol: float = field(1e-3, help="MERT stops a start when BLEU (percent) improves less than this")
+    filter_table: bool = field(True, help="filter the phrase table to the dev set's phrases once (WORK/filtered/), "
+                                          "so no iteration's decoder reads the whole table; same results")
 
 
 @dataclass

@@ -1,0 +1,291 @@
+"""The binarized, memory-mapped Moses phrase table (``T.gz.bin``): built once by streaming ``T.gz``, opened at once.
+
+File layout (little-endian)::
+
+    [0, 4096)       header: MAGIC, then JSON (format, the source table's name/size/mtime_ns,
+                    num_scores, num_pairs, num_groups, max_src_len, index offsets), NUL-padded
+    [4096, I)       groups in table order; a group = the consecutive lines of one source phrase:
+                    u32 len(src), u32 n lines, u32 len(targets), src (UTF-8, words joined by ' '),
+                    targets (UTF-8, one per line joined by '\\n', words joined by ' '),
+                    n × num_scores float64 (the scores as the strict reader parses them)
+    [I, I + 8G)     u64 hash of each group's source phrase (blake2b, 8 bytes), sorted
+    [I + 8G, …)     u64 file offset of each group, in the order of the hashes (ties: file order)
+
+Building (:func:`binarize_table`) reads the table once with the strict reader
+(:mod:`nmt.formats.phrase_table_reader`, so a bad line is refused as ``FILE:LINE``),
+writes the groups as they come and spills ``(hash, offset)`` pairs into
+:data:`BUCKETS` bucket files by the hash's top byte; each bucket is then sorted
+on its own, so memory is bounded by a buffer and one bucket, not by the table.
+A lookup (:meth:`BinaryPhraseTable.get`) binary-searches the hashes and reads
+every group of the same source phrase (the source bytes are compared, so a hash
+collision is harmless), giving the table-order list the in-memory table gives.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import struct
+import tempfile
+from array import array
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from nmt.data.io import DataError, atomic_write
+from nmt.formats.phrase_table_reader import PhraseTableReader
+
+MAGIC = b"SMT-BINARY-PHRASE-TABLE\n"
+FORMAT = 1
+HEADER_SIZE = 4096
+BUCKETS = 256
+#: (hash, offset) pairs held in memory before they are spilled to the bucket files
+SPILL_EVERY = 1 << 20
+SUFFIX = ".bin"
+_GROUP = struct.Struct("<III")
+_PAIR = np.dtype([("h", "<u8"), ("o", "<u8")])
+
+
+def sidecar_path(table: str | os.PathLike[str]) -> Path:
+    """Where the binarized form of ``table`` lives: ``T.gz`` → ``T.gz.bin``."""
+    return Path(str(table) + SUFFIX)
+
+
+def phrase_hash(src_bytes: bytes) -> int:
+    """The 64-bit key of a source phrase (its words joined by single spaces, UTF-8)."""
+    return int.from_bytes(hashlib.blake2b(src_bytes, digest_size=8).digest(), "little")
+
+
+def source_stamp(table: str | os.PathLike[str]) -> dict:
+    """What identifies the table a sidecar was built from: its name, size and modification time."""
+    st = os.stat(table)
+    return {"name": Path(table).name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def binarize_table(table: str | os.PathLike[str], output: str | os.PathLike[str], *, progress: bool = False,
+                   spill_every: int = SPILL_EVERY) -> dict:
+    """Write the binarized form of the Moses table ``table`` to ``output`` (atomically); returns its header."""
+    stamp = source_stamp(table)
+    reader = PhraseTableReader(table, keep_raw=False)
+    out_dir = Path(output).resolve().parent
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".binarize.") as tmp, \
+            atomic_write(output, "wb", compress=False) as fh:
+        bucket_files = [open(Path(tmp) / f"{b:03d}", "wb") for b in range(BUCKETS)]
+        try:
+            fh.write(b"\0" * HEADER_SIZE)
+            stats = _write_groups(reader, fh, bucket_files, spill_every, progress, table)
+        finally:
+            for f in bucket_files:
+                f.close()
+        index_offset = _pad8(fh)
+        offsets_path = Path(tmp) / "offsets"
+        with open(offsets_path, "wb") as off_fh:
+            for b in range(BUCKETS):
+                pairs = np.fromfile(Path(tmp) / f"{b:03d}", dtype=_PAIR)
+                pairs.sort(order=("h", "o"))
+                fh.write(pairs["h"].astype("<u8").tobytes())
+                off_fh.write(pairs["o"].astype("<u8").tobytes())
+                del pairs
+        with open(offsets_path, "rb") as off_fh:
+            while chunk := off_fh.read(1 << 22):
+                fh.write(chunk)
+        header = {"format": FORMAT, "source": stamp, "num_scores": reader.num_scores or 0, **stats,
+                  "index_offset": index_offset}
+        fh.seek(0)
+        fh.write(_header_bytes(header))
+    return header
+
+
+def _pad8(fh) -> int:
+    pos = fh.tell()
+    if pos % 8:
+        fh.write(b"\0" * (8 - pos % 8))
+    return fh.tell()
+
+
+def _header_bytes(header: dict) -> bytes:
+    data = MAGIC + json.dumps(header, sort_keys=True).encode("utf-8") + b"\n"
+    if len(data) > HEADER_SIZE:  # pragma: no cover - a file name of thousands of bytes
+        raise ValueError("binarized table header too long")
+    return data + b"\0" * (HEADER_SIZE - len(data))
+
+
+def _write_groups(reader: PhraseTableReader, fh, bucket_files, spill_every: int, progress: bool, table) -> dict:
+    """Stream the table into groups (written to ``fh``) and spill ``(hash, offset)`` pairs to the buckets."""
+    from tqdm import tqdm
+
+    pending = (array("Q"), array("Q"))  # hashes, offsets: 16 bytes a group until spilled
+    num_pairs = num_groups = max_src_len = 0
+    cur_src = None
+    tgts: list[str] = []
+    scores: list[float] = []
+
+    def flush_group() -> None:
+        nonlocal num_groups
+        src_b = " ".join(cur_src).encode("utf-8")
+        tgt_b = "\n".join(tgts).encode("utf-8")
+        pending[0].append(phrase_hash(src_b))
+        pending[1].append(fh.tell())
+        fh.write(_GROUP.pack(len(src_b), len(tgts), len(tgt_b)))
+        fh.write(src_b)
+        fh.write(tgt_b)
+        fh.write(np.asarray(scores, dtype="<f8").tobytes())
+        num_groups += 1
+        if len(pending[0]) >= spill_every:
+            _spill(pending, bucket_files)
+
+    bar = tqdm(desc=f"binarizing {Path(table).name}", unit=" lines", unit_scale=True, disable=not progress,
+               mininterval=1.0)
+    for e in reader:
+        if e.src is not cur_src and e.src != cur_src:
+            if cur_src is not None:
+                flush_group()
+            cur_src, tgts, scores = e.src, [], []
+            max_src_len = max(max_src_len, len(e.src))
+        tgts.append(" ".join(e.tgt))
+        scores.extend(e.scores)
+        num_pairs += 1
+        if not num_pairs % 65536:
+            bar.update(65536)
+    if cur_src is not None:
+        flush_group()
+    bar.update(num_pairs % 65536)
+    bar.close()
+    _spill(pending, bucket_files)
+    return {"num_pairs": num_pairs, "num_groups": num_groups, "max_src_len": max_src_len}
+
+
+def _spill(pending: tuple[array, array], bucket_files) -> None:
+    if not pending[0]:
+        return
+    pairs = np.empty(len(pending[0]), dtype=_PAIR)
+    pairs["h"] = np.frombuffer(pending[0], dtype=np.uint64)
+    pairs["o"] = np.frombuffer(pending[1], dtype=np.uint64)
+    for buf in pending:
+        del buf[:]
+    buckets = (pairs["h"] >> np.uint64(56)).astype(np.int64)
+    order = np.argsort(buckets, kind="stable")
+    pairs, buckets = pairs[order], buckets[order]
+    bounds = np.searchsorted(buckets, np.arange(BUCKETS + 1))
+    for b in range(BUCKETS):
+        if bounds[b] < bounds[b + 1]:
+            bucket_files[b].write(pairs[bounds[b]:bounds[b + 1]].tobytes())
+
+
+def read_header(path: str | os.PathLike[str]) -> dict:
+    """The JSON header of a binarized table (``DataError`` when the file is not one)."""
+    with open(path, "rb") as fh:
+        head = fh.read(HEADER_SIZE)
+    if not head.startswith(MAGIC) or len(head) < HEADER_SIZE:
+        raise DataError(f"{path}: not a binarized phrase table (rebuild it with smt-binarize-table)")
+    try:
+        header = json.loads(head[len(MAGIC):].split(b"\n", 1)[0])
+    except ValueError:
+        raise DataError(f"{path}: corrupt binarized phrase table header (rebuild it with smt-binarize-table)") \
+            from None
+    if header.get("format") != FORMAT:
+        raise DataError(f"{path}: binarized phrase table format {header.get('format')!r}, this decoder reads "
+                        f"format {FORMAT}; rebuild it with smt-binarize-table")
+    return header
+
+
+def check_current(path: str | os.PathLike[str], table: str | os.PathLike[str], header: dict) -> None:
+    """Refuse a sidecar that was not built from ``table`` as it is now (size or modification time differ)."""
+    now = source_stamp(table)
+    was = header.get("source", {})
+    if (was.get("size"), was.get("mtime_ns")) != (now["size"], now["mtime_ns"]):
+        raise DataError(f"{path}: stale binarized phrase table: built from {table} of {was.get('size')} bytes "
+                        f"(mtime_ns {was.get('mtime_ns')}), which is now {now['size']} bytes (mtime_ns "
+                        f"{now['mtime_ns']}); rebuild it with `smt-binarize-table --table {table}` or delete it")
+
+
+class BinaryPhraseTable:
+    """A binarized table, memory-mapped; the interface of :class:`smt_features.decode.table.PhraseTable`
+    (``get``, ``num_scores``, ``max_src_len``, ``path``, ``len``, ``entries``) without holding the entries."""
+
+    def __init__(self, path: str | os.PathLike[str], *, source: str | os.PathLike[str] | None = None) -> None:
+        self.bin_path = str(path)
+        header = read_header(path)
+        if source is not None:
+            check_current(path, source, header)
+        self.header = header
+        self.path = str(source) if source is not None else str(path)
+        self.num_scores = int(header["num_scores"])
+        self.num_pairs = int(header["num_pairs"])
+        self.max_src_len = int(header["max_src_len"])
+        n = int(header["num_groups"])
+        with open(path, "rb") as fh:
+            self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        start = int(header["index_offset"])
+        if len(self._mm) != start + 16 * n:
+            raise DataError(f"{path}: truncated binarized phrase table (rebuild it with smt-binarize-table)")
+        self._hashes = np.frombuffer(self._mm, dtype="<u8", count=n, offset=start)
+        self._offsets = np.frombuffer(self._mm, dtype="<u8", count=n, offset=start + 8 * n)
+
+    def _group(self, off: int) -> tuple[bytes, int, int, int]:
+        """(source bytes, line count, start of the targets, length of the targets) of the group at ``off``."""
+        ls, n, lt = _GROUP.unpack_from(self._mm, off)
+        p = off + _GROUP.size
+        return self._mm[p:p + ls], n, p + ls, lt
+
+    def _entries_at(self, n: int, tp: int, lt: int) -> list[tuple[tuple[str, ...], tuple[float, ...]]]:
+        tgts = self._mm[tp:tp + lt].decode("utf-8").split("\n")
+        k = self.num_scores
+        vals = struct.unpack_from(f"<{n * k}d", self._mm, tp + lt)
+        return [(tuple(t.split(" ")), vals[i * k:(i + 1) * k]) for i, t in enumerate(tgts)]
+
+    def get(self, src: tuple[str, ...]):
+        """``[(target tuple, scores tuple), …]`` of ``src`` in table order, or ``None``."""
+        key = " ".join(src).encode("utf-8")
+        h = np.uint64(phrase_hash(key))
+        lo = int(np.searchsorted(self._hashes, h, "left"))
+        hi = int(np.searchsorted(self._hashes, h, "right"))
+        found = None
+        for off in self._offsets[lo:hi].tolist():
+            src_b, n, tp, lt = self._group(off)
+            if src_b == key:
+                found = (found or []) + self._entries_at(n, tp, lt)
+        return found
+
+    def iter_groups(self) -> Iterator[tuple[tuple[str, ...], list]]:
+        """Every group ``(source tuple, entries)`` in table order (a source split over several runs of lines
+        comes once per run)."""
+        off, end = HEADER_SIZE, int(self.header["index_offset"])
+        k = self.num_scores
+        while off + _GROUP.size <= end and len(self._hashes):
+            src_b, n, tp, lt = self._group(off)
+            if not n:
+                break
+            yield tuple(src_b.decode("utf-8").split(" ")), self._entries_at(n, tp, lt)
+            off = tp + lt + 8 * n * k
+
+    @property
+    def entries(self) -> "_LazyEntries":
+        return _LazyEntries(self)
+
+    def __len__(self) -> int:
+        return self.num_pairs
+
+
+class _LazyEntries(Mapping):
+    """``table.entries`` of a binarized table: looked up or walked on demand, never held."""
+
+    def __init__(self, table: BinaryPhraseTable) -> None:
+        self._t = table
+
+    def __getitem__(self, src):
+        got = self._t.get(tuple(src))
+        if got is None:
+            raise KeyError(src)
+        return got
+
+    def __iter__(self):
+        return (src for src, _ in self._t.iter_groups())
+
+    def items(self):  # type: ignore[override]
+        return self._t.iter_groups()
+
+    def __len__(self) -> int:
+        return int(self._t.header["num_groups"])

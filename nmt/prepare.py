@@ -230,7 +230,8 @@ def _write_train(cfg: PrepareConfig, out: Path, name: str, split: Split, n_pairs
                     counts[side].update(toks[side])
                     n_tokens[side] += lengths[side]
         if not kept:
-            raise ValueError(f"no training pairs left in {cfg.corpus}/{cfg.train_split} after filtering: {dropped}")
+            where = f"{cfg.corpus}/{cfg.train_split}" if not cfg.train else _files_of(split)
+            raise ValueError(f"no training pairs left in {where} after filtering: {dropped}")
     stats = {
         "pairs_read": n_pairs, "dropped": dropped, "kept": kept,
         "dropped_why": {"empty": "empty or whitespace-only line on either side",

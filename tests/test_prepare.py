@@ -156,3 +156,6 @@ def test_plain_files_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "must differ: ['val']" in capsys.readouterr().err
     assert cli_main(["--dev", str(data / "val"), "--out-dir", str(out)]) == 2
     assert not out.exists() or not list(out.iterdir())
+    assert cli_main(["--train", str(data / "train"), "--max-len", "1", "--out-dir", str(out)]) == 2
+    assert "no training pairs left in" in capsys.readouterr().err
+    assert not out.exists() or not list(out.iterdir())  # the streamed train files were dropped

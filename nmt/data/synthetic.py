@@ -57,7 +57,7 @@ class SyntheticConfig:
     two_to_one: float = C.field(0.5, help="rate at which a particle after a word joins it (2-to-1 link)")
     particles: int = C.field(10, help="the most frequent source ranks that act as particles")
     swap: float = C.field(0.15, help="rate of swapping two adjacent target blocks (local reordering)")
-    chunk: int = C.field(10000, help="sentences generated per chunk (memory bound, not output)")
+    chunk: int = C.field(10000, help="sentences drawn per chunk: the memory bound (part of the seeded stream: keep it to reproduce)")
 
 
 def spell(rank: int, onsets: list[str], vowels: list[str]) -> str:

@@ -5,7 +5,7 @@ import json
 import sys
 
 from nmt import config as C
-from nmt.data.combine import CombineConfig, combine
+from nmt.combine_corpus import CombineConfig, combine
 from nmt.errors import command
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 
 from nmt import config as C
-from nmt.data.synthetic import SyntheticConfig, write_corpus
 from nmt.errors import command
+from nmt.synthetic import SyntheticConfig, write_corpus
 
 
 @command("nmt-synthetic-corpus")

@@ -252,9 +252,20 @@ def measure(run: Run, stage: str) -> dict[str, object]:
     return record
 
 
+def _ratio(value: object, ref: object) -> str:
+    return f"{float(value) / float(ref):.2f}" if isinstance(value, float | int) and isinstance(ref, float | int) \
+        and ref else ""
+
+
 def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
-    out = ["| size | stage | status | train pairs | wall (s) | peak RSS (MiB) | command |",
-           "|---|---|---|---:|---:|---:|---|"]
+    """The table; the ratios are against the same stage at the smallest size measured ok (same machine)."""
+    out = ["| size | stage | status | train pairs | wall (s) | peak RSS (MiB) | wall / ref | RSS / ref | command |",
+           "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    ref: dict[str, dict[str, object]] = {}
+    for size in sorted(results, key=pairs_of):
+        for stage, r in results[size].items():
+            if r.get("status") == "ok":
+                ref.setdefault(stage, r)
     for size, stages in results.items():
         for stage in STAGES:
             r = stages.get(stage)
@@ -263,7 +274,8 @@ def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
             status = r["status"] if r["status"] != "not available" else f"not available: {r.get('why', '')}"
             cmd = f"`{r['command']}`" if "command" in r else ""
             out.append(f"| {size} | {stage} | {status} | {r.get('train_pairs', '')} | {r.get('wall_s', '')} | "
-                       f"{r.get('peak_rss_mib', '')} | {cmd} |")
+                       f"{r.get('peak_rss_mib', '')} | {_ratio(r.get('wall_s'), ref.get(stage, {}).get('wall_s'))} | "
+                       f"{_ratio(r.get('peak_rss_mib'), ref.get(stage, {}).get('peak_rss_mib'))} | {cmd} |")
     return "\n".join(out) + "\n"
 
 

@@ -291,3 +291,90 @@ def test_cli_reports_bad_input(tmp_path, capsys):
 
 def test_fixture_dir_exists():
     assert (Path(__file__).parent / "data" / "smt").is_dir()
+
+
+# ---------------------------------------------------------------------- streamed path (temp files + GNU sort)
+
+def _stream_corpus():
+    """Toy + textbook + alignment variants (ties included) + UTF-8 and prefix-ordering cases."""
+    crossed, straight = [(0, 1), (1, 0)], [(0, 0), (1, 1)]
+    # "p q" / "u v": a tie whose direct (target->source) and inverse (source->target) winners differ
+    src = [s.split() for s in TOY_SRC] + [DE] + [["a", "b"]] * 4 + [["é", "a"], ["é", "ab", "a"]] + [["p", "q"]] * 2 + [["q"]]
+    tgt = [t.split() for t in TOY_TGT] + [EN] + [["x", "y"]] * 4 + [["e", "x"], ["é", "x!", "x"]] + [["u", "v"]] * 2 + [["v"]]
+    align = TOY_ALIGN + [ALIGN] + [crossed, straight, crossed, straight] + [[(0, 0), (1, 1)], [(0, 0), (2, 2)]] + \
+        [[(0, 0), (0, 1)], [(1, 0), (1, 1)], [(0, 0)]]   # (the last one makes their lexical weights differ)
+    return src * 3, tgt * 3, align * 3
+
+
+def _stream_opts(chunk_lines=1, buffer="1M", compress=False):
+    from smt_features.train.external_sort import SortOptions
+    from smt_features.train.extract_stream import StreamOptions
+
+    return StreamOptions(chunk_lines, SortOptions(buffer, compress=compress))
+
+
+@pytest.mark.parametrize("processes,chunk_lines,compress,name", [
+    (1, 1, False, "phrase-table.gz"), (2, 2, True, "phrase-table.gz"), (2, 1000, False, "phrase-table")])
+def test_streamed_table_is_byte_identical(tmp_path, monkeypatch, processes, chunk_lines, compress, name):
+    monkeypatch.setattr(phrase_scoring, "PARALLEL_MIN_KEYS", 0)  # several gzip members with processes=2
+    src, tgt, align = _stream_corpus()
+    mem = build_phrase_table(src, tgt, align, tmp_path / "mem" / name, processes=processes,
+                             lex_f2e=tmp_path / "mem" / "lex.f2e", lex_e2f=tmp_path / "mem" / "lex.e2f")
+    st = build_phrase_table(src, tgt, align, tmp_path / "st" / name, processes=processes,
+                            lex_f2e=tmp_path / "st" / "lex.f2e", lex_e2f=tmp_path / "st" / "lex.e2f",
+                            stream=_stream_opts(chunk_lines, compress=compress))
+    for f in (name, "lex.f2e", "lex.e2f"):
+        assert (tmp_path / "st" / f).read_bytes() == (tmp_path / "mem" / f).read_bytes(), f
+    assert (st.occurrences, st.distinct_pairs, st.lines) == (mem.occurrences, mem.distinct_pairs, mem.lines)
+    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == sorted([name, "lex.f2e", "lex.e2f"])
+
+
+def test_streamed_failure_leaves_nothing(tmp_path, monkeypatch):
+    from smt_features.train import extract_stream
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(extract_stream, "format_line", broken)  # fails in the consolidate step
+    src, tgt, align = _stream_corpus()
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_phrase_table(src, tgt, align, tmp_path / "out" / "phrase-table.gz", stream=_stream_opts())
+    assert list((tmp_path / "out").iterdir()) == []   # no table, no temp folder, no partial file
+
+
+def test_streamed_killed_run_leaves_no_table(tmp_path):
+    """SIGKILL while the table is being written: no phrase-table.gz (atomic write); only temp files remain."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_phrases import _stream_corpus, _stream_opts
+        from smt_features.train import extract_stream
+        from smt_features.train.phrases import build_phrase_table
+        extract_stream.encode_lines = lambda lines, gz: os.kill(os.getpid(), signal.SIGKILL)
+        build_phrase_table(*_stream_corpus(), {str(tmp_path / 'phrase-table.gz')!r}, stream=_stream_opts())
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    assert not (tmp_path / "phrase-table.gz").exists()
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
+
+
+def test_cli_streamed_same_bytes_and_bad_buffer(tmp_path, capsys):
+    (tmp_path / "train.src").write_text("\n".join(TOY_SRC) + "\n")
+    (tmp_path / "train.tgt").write_text("\n".join(TOY_TGT) + "\n")
+    write_alignments(tmp_path / "train.align", TOY_ALIGN)
+    common = ["--src", str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"),
+              "--alignment", str(tmp_path / "train.align")]
+    assert cli_main(common + ["--out-dir", str(tmp_path / "mem")]) == 0
+    assert cli_main(common + ["--out-dir", str(tmp_path / "st"), "--sort-buffer", "10M", "--extract-chunk-lines",
+                              "1", "--tmp-dir", str(tmp_path / "tmp"), "--sort-compress"]) == 0
+    assert (tmp_path / "st" / "phrase-table.gz").read_bytes() == (tmp_path / "mem" / "phrase-table.gz").read_bytes()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    capsys.readouterr()
+    assert cli_main(common + ["--out-dir", str(tmp_path / "bad"), "--sort-buffer", "lots"]) == 2
+    assert "--sort-buffer" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

@@ -33,6 +33,8 @@ from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, long_
                                       read_tokenized_parallel, report_long_and_uneven, report_unaligned,
                                       symmetrize_corpus, write_alignments)
 from smt_features.train.aligner import EflomalOptions, eflomal_align
+from smt_features.train.external_sort import SortOptions, check_size
+from smt_features.train.extract_stream import DEFAULT_CHUNK_LINES, StreamOptions
 from smt_features.train.phrases import build_phrase_table
 from smt_features.train.spans import DEFAULT_MAX_PHRASE_LENGTH
 
@@ -59,6 +61,12 @@ class TrainPhrasesConfig:
     lm: str = field("", help="KenLM model (ARPA or binary) of the target language: also write OUT_DIR/moses.ini "
                              "with train-model.perl's features and default weights (distance reordering)")
     lm_order: int = field(5, help="order of --lm (the moses.ini KENLM line)")
+    sort_buffer: str = field("", help="streamed phrase extraction (temp files + GNU sort, memory bounded by "
+                                      "this sort -S size, e.g. 1G; same table bytes); '' = count in memory")
+    extract_chunk_lines: int = field(DEFAULT_CHUNK_LINES, help="streamed extraction: sentence pairs counted "
+                                                               "per temp file (memory per worker)")
+    tmp_dir: str = field("", help="streamed extraction: folder for its temp files (default: --out-dir)")
+    sort_compress: bool = field(False, help="streamed extraction: gzip the temp files and sort's own")
 
 
 def output_paths(cfg: TrainPhrasesConfig) -> dict[str, Path]:
@@ -107,6 +115,22 @@ def _skip_unaligned_long(src: list[list[str]], tgt: list[list[str]], links: list
     return src, tgt
 
 
+def _stream_options(cfg: TrainPhrasesConfig) -> StreamOptions | None:
+    """The streamed path's options (``--sort-buffer`` given), or None for the in-memory path."""
+    if not cfg.sort_buffer:
+        return None
+    try:
+        check_size(cfg.sort_buffer)
+    except ValueError as e:
+        raise UsageError(f"--sort-buffer: {e}") from None
+    if cfg.extract_chunk_lines < 1:
+        raise UsageError("--extract-chunk-lines must be >= 1")
+    if cfg.tmp_dir and Path(cfg.tmp_dir).exists() and not Path(cfg.tmp_dir).is_dir():
+        raise UsageError(f"{cfg.tmp_dir}: --tmp-dir exists and is not a folder")
+    return StreamOptions(cfg.extract_chunk_lines, SortOptions(cfg.sort_buffer, cfg.tmp_dir, cfg.processes,
+                                                              cfg.sort_compress))
+
+
 def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
     """Run the whole step (but ``--lm``'s moses.ini, which the command writes with the model room's
     :func:`~smt_features.model.moses_ini_build.default_config`); returns the seconds per stage.
@@ -119,6 +143,7 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
         raise UsageError(f"--symmetrization must be one of {SYMMETRIZATIONS}, not {cfg.symmetrization!r}")
     if cfg.max_phrase_length < 1:
         raise UsageError("--max-phrase-length must be >= 1")
+    stream = _stream_options(cfg)
     if Path(cfg.out_dir).exists() and not Path(cfg.out_dir).is_dir():
         raise UsageError(f"{cfg.out_dir}: --out-dir exists and is not a folder")
     outputs = output_paths(cfg)
@@ -181,7 +206,7 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
 
     stats = build_phrase_table(src, tgt, links, out / "phrase-table.gz",
                                max_phrase_length=cfg.max_phrase_length, processes=cfg.processes,
-                               lex_f2e=out / "lex.f2e", lex_e2f=out / "lex.e2f")
+                               lex_f2e=out / "lex.f2e", lex_e2f=out / "lex.e2f", stream=stream)
     times["extraction"] = stats.count_seconds
     times["scoring"] = stats.score_seconds
     print(f"[smt-train-phrases] lexical tables + phrase extraction: {stats.count_seconds:.1f} s "

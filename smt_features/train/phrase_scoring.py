@@ -50,21 +50,14 @@ def _maps(align_text: str, n_src: int, n_tgt: int) -> tuple[tuple[tuple[int, ...
     return (tuple(tuple(sorted(x)) for x in t2s), tuple(tuple(sorted(x)) for x in s2t))
 
 
-def _best_variant(prefix: str, variants: list[tuple[str, int]], lexd: dict) -> tuple[int, str, float, float]:
-    """Total count, best alignment text, lex(e|f) and lex(f|e) of one phrase pair.
+def choose_alignments(n_src: int, n_tgt: int, variants: Sequence[tuple[str, int]]) -> tuple[int, str, str]:
+    """Total count, and the alignment texts Moses picks for the direct and the inverse side.
 
     Moses picks the alignment with the highest count, ties broken by the
     larger alignment (as a target→source vector of sets for the direct
     score and the alignment field, as a source→target one for the inverse
     score).
     """
-    if len(variants) == 1:
-        text, count = variants[0]
-        pair = lexd[prefix + text]
-        return count, text, pair.real, pair.imag
-    src_text, _, rest = prefix.partition(SEP)
-    n_src = src_text.count(" ") + 1
-    n_tgt = rest[:-len(SEP)].count(" ") + 1
     count = 0
     best_t = best_s = None
     for text, c in variants:
@@ -75,7 +68,36 @@ def _best_variant(prefix: str, variants: list[tuple[str, int]], lexd: dict) -> t
         if best_s is None or (c, m_s) > best_s[:2]:
             best_s = (c, m_s, text)
     assert best_t is not None and best_s is not None
-    return count, best_t[2], lexd[prefix + best_t[2]].real, lexd[prefix + best_s[2]].imag
+    return count, best_t[2], best_s[2]
+
+
+def _best_variant(prefix: str, variants: list[tuple[str, int]], lexd: dict) -> tuple[int, str, float, float]:
+    """Total count, best alignment text, lex(e|f) and lex(f|e) of one phrase pair (:func:`choose_alignments`)."""
+    if len(variants) == 1:
+        text, count = variants[0]
+        pair = lexd[prefix + text]
+        return count, text, pair.real, pair.imag
+    src_text, _, rest = prefix.partition(SEP)
+    count, text_t, text_s = choose_alignments(src_text.count(" ") + 1, rest[:-len(SEP)].count(" ") + 1, variants)
+    return count, text_t, lexd[prefix + text_t].real, lexd[prefix + text_s].imag
+
+
+def format_line(prefix: str, p_fe: float, lex_f: float, p_ef: float, lex_e: float, align_text: str,
+                c_tgt: int, c_src: int, count: int) -> str:
+    """One table line (no ``\\n``); ``prefix`` is ``"src ||| tgt ||| "``. Checks the lexical weights."""
+    if not (0.0 < lex_e <= 1.0 and 0.0 < lex_f <= 1.0):
+        raise ValueError(f"lexical weight outside (0, 1] for {prefix!r}: {lex_f!r} {lex_e!r}")
+    # Moses consolidate: "src ||| tgt ||| p(f|e) lex(f|e) p(e|f) lex(e|f) ||| align ||| c(e) c(f) c(f,e) ||| |||"
+    return "%s%g %g %g %g ||| %s||| %g %g %g ||| |||" % (
+        prefix, p_fe, lex_f, p_ef, lex_e, align_text + " " if align_text else "", c_tgt, c_src, count)
+
+
+def table_parts(n_keys: int, processes: int) -> int:
+    """Into how many ranges of the ``n_keys`` sorted keys the table is cut (one gzip member each)."""
+    chunks = max(1, n_keys // 100000)
+    if processes <= 1 or n_keys < PARALLEL_MIN_KEYS or not can_fork():
+        return chunks
+    return max(chunks, 2 * processes)
 
 
 def _phrase_totals(keys: Sequence[str], phrases: dict) -> tuple[dict, dict]:
@@ -134,13 +156,7 @@ def _score_lines_range(args: tuple[int, int]) -> list[str]:
         count, align_text, lex_e, lex_f = _best_variant(prefix, variants, lexd)
         c_src = src_totals[src]
         c_tgt = tgt_totals[tgt]
-        p_fe = count / c_tgt
-        p_ef = count / c_src
-        if not (0.0 < lex_e <= 1.0 and 0.0 < lex_f <= 1.0):
-            raise ValueError(f"lexical weight outside (0, 1] for {prefix!r}: {lex_f!r} {lex_e!r}")
-        # Moses consolidate: "src ||| tgt ||| p(f|e) lex(f|e) p(e|f) lex(e|f) ||| align ||| c(e) c(f) c(f,e) ||| |||"
-        append("%s%g %g %g %g ||| %s||| %g %g %g ||| |||" % (
-            prefix, p_fe, lex_f, p_ef, lex_e, align_text + " " if align_text else "", c_tgt, c_src, count))
+        append(format_line(prefix, count / c_tgt, lex_f, count / c_src, lex_e, align_text, c_tgt, c_src, count))
     return out
 
 
@@ -198,12 +214,12 @@ def write_scored_table(counts: ExtractionCounts, path: PathLike, processes: int 
 
     try:
         keys = _prepare_scoring(counts)
-        chunks = max(1, len(keys) // 100000)
+        n_parts = table_parts(len(keys), processes)
         if processes <= 1 or len(keys) < PARALLEL_MIN_KEYS or not can_fork():
-            ranges = _score_ranges(keys, chunks)
+            ranges = _score_ranges(keys, n_parts)
             write_encoded(parts(map(_score_encode_range, [(a, b, gz) for a, b in ranges])), path)
         else:
-            ranges = _score_ranges(keys, max(chunks, 2 * processes))
+            ranges = _score_ranges(keys, n_parts)
             with fork_pool(processes) as pool:
                 write_encoded(parts(pool.imap(_score_encode_range, [(a, b, gz) for a, b in ranges])), path)
     finally:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from smt_features.train.align import Links
+from smt_features.train.extract_stream import StreamOptions, write_streamed_table
 from smt_features.train.lexical import LexicalTable
 from smt_features.train.phrase_counts import count_corpus
 from smt_features.train.phrase_scoring import write_scored_table
@@ -36,8 +37,12 @@ def build_phrase_table(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[S
                        alignments: Sequence[Links], out_path: PathLike, *,
                        max_phrase_length: int = DEFAULT_MAX_PHRASE_LENGTH, processes: int = 1,
                        lex_f2e: PathLike | None = None, lex_e2f: PathLike | None = None,
-                       ) -> PhraseTableStats:
-    """Extract, score and write a Moses phrase table (``.gz`` by suffix), plus the lexical tables."""
+                       stream: StreamOptions | None = None) -> PhraseTableStats:
+    """Extract, score and write a Moses phrase table (``.gz`` by suffix), plus the lexical tables.
+
+    ``stream`` selects the streamed path (:mod:`smt_features.train.extract_stream`: temp files, GNU
+    ``sort``, memory bounded by its options); same table bytes as the in-memory default.
+    """
     for sents, side in ((src_sents, "source"), (tgt_sents, "target")):
         for k, toks in enumerate(sents):
             for tok in toks:
@@ -46,6 +51,18 @@ def build_phrase_table(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[S
                                      f"(escape '|' when tokenizing)")
     t0 = time.perf_counter()
     lexical = LexicalTable.from_corpus(src_sents, tgt_sents, alignments)
+    if stream is not None:
+        t_lex = time.perf_counter() - t0
+        st = write_streamed_table(src_sents, tgt_sents, alignments, lexical, out_path,
+                                  max_phrase_length=max_phrase_length, processes=processes, opts=stream)
+        if not st.keys:
+            raise ValueError(f"no phrase pair could be extracted from {len(src_sents)} sentence pair(s) "
+                             "(no alignment links, or an empty corpus): no phrase table written")
+        if lex_f2e is not None and lex_e2f is not None:
+            lexical.write(lex_f2e, lex_e2f)
+        count_s = t_lex + st.extract_seconds
+        return PhraseTableStats(len(src_sents), st.occurrences, st.keys, st.lines, count_s,
+                                time.perf_counter() - t0 - count_s)
     counts = count_corpus(src_sents, tgt_sents, alignments, max_phrase_length, processes, lexical)
     if not counts.phrases:  # an empty .gz would not even be valid gzip; a decoder cannot use it anyway
         raise ValueError(f"no phrase pair could be extracted from {len(src_sents)} sentence pair(s) "

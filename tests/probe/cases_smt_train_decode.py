@@ -346,7 +346,38 @@ def _tune_cases() -> None:
     CASES.append(Case(prog, "output-is-ref", ref_is_log, where=lambda ws: ("mert.log", None)))
 
 
+def _table_tool_cases() -> None:
+    """smt-binarize-table and smt-filter-table on a table with a bad line; smt-decode on a stale sidecar."""
+    for prog, label, bad in [("smt-binarize-table", "too-few-fields", "b ||| y\n"),
+                             ("smt-binarize-table", "zero-prob", dict(TABLE_FAULTS)["zero-prob"]),
+                             ("smt-filter-table", "zero-prob", dict(TABLE_FAULTS)["zero-prob"]),
+                             ("smt-filter-table", "score-count", dict(TABLE_FAULTS)["score-count"])]:
+        table = f"{prog}.table.{label}"
+        out = lambda ws, prog=prog: ws.output(f"{prog}.out.gz")  # noqa: E731
+
+        def argv(ws, prog=prog, table=table, bad=bad, out=out):
+            t = ws.file(table, TABLE_HEAD + bad)
+            extra = ["--input", str(ws.decode_input)] if prog == "smt-filter-table" else []
+            return ["--table", str(t), *extra, "--output", str(out(ws)), "--progress", "false"]
+        CASES.append(Case(prog, f"table-{label}", argv, where=lambda ws, table=table: (table, 2),
+                          outputs=lambda ws, out=out: [out(ws)]))
+
+    def stale(ws):
+        import os
+
+        from smt_features.model.binary_table import binarize_table
+
+        t = ws.file("decode.table.stale", TABLE_HEAD)
+        binarize_table(t, f"{t}.bin")
+        os.utime(t, ns=(t.stat().st_atime_ns, t.stat().st_mtime_ns + 10**9))
+        return ["--moses-ini", str(ws.file("decode.ini.stale", _ini_text(ws, t))), "--input", str(ws.decode_input),
+                "--output", str(ws.output("decode.out")), "--progress", "false"]
+    CASES.append(Case("smt-decode", "table-stale-binarized", stale, where=lambda ws: ("decode.table.stale.bin", None),
+                      outputs=lambda ws: [ws.output("decode.out")]))
+
+
 _train_cases()
 _kenlm_cases()
 _decode_cases()
 _tune_cases()
+_table_tool_cases()

@@ -295,7 +295,9 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     def after(words: list[str], flag: str, n: int = 1) -> list[str]:
         return words[words.index(flag) + 1:words.index(flag) + 1 + n]
     assert plan[0][0].endswith("nmt-prepare") and after(plan[0], "--train") == [f"{data}/corpus"]
-    assert after(plan[0], "--test", 4) == [f"{data}/news1", f"{data}/news2", f"{data}/news3", "--src"]
+    assert after(plan[0], "--test", 3) == [f"{data}/news1", f"{data}/news2", f"{data}/news3"]
+    assert after(plan[0], "--src-lang") == ["en"] and after(plan[0], "--tgt-lang") == ["fr"]
+    assert after(plan[1], "--train") == ["corpus"]
     assert plan[1][1].endswith("smt_baseline.sh") and "--quick" in plan[1]
     assert after(plan[1], "--dev") == ["heldout"] and after(plan[1], "--tests") == ["news1 news2 news3"]
     assert after(plan[1], "--mert-runs") == ["2"] and after(plan[1], "--threads") == ["1"]

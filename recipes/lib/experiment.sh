@@ -50,8 +50,10 @@ if "$py" "$lib/config_value.py" "$x" files > /dev/null 2>&1; then
   tests=""
   for p in "${test_prefixes[@]}"; do tests="$tests $(basename "$p")"; done
   tests=${tests# }
-  prep+=(--train "$train_prefix" --dev "$dev_prefix" --test "${test_prefixes[@]}" --src "$src" --tgt "$tgt")
+  train=$(basename "$train_prefix")
+  prep+=(--train "$train_prefix" --dev "$dev_prefix" --test "${test_prefixes[@]}")
 else
+  train=train   # nmt-prepare names a registry corpus's training split `train`
   dev=$(config_value "$x" dev)
   tests=$(config_value "$x" tests | tr '\n' ' ')
   tests=${tests% }
@@ -99,7 +101,8 @@ echo "== prepare ($work/smt/data)"
 t0=$SECONDS
 run_step prepare "$work/smt/data/prepare.json" -- "${prep[@]}"
 stage_times+=("prepare: $((SECONDS - t0)) s")
-stage "Baseline (smt_baseline.sh)" bash "$lib/smt_baseline.sh" "${common[@]}" --work "$work/smt" "${sets[@]}"
+stage "Baseline (smt_baseline.sh)" bash "$lib/smt_baseline.sh" "${common[@]}" --work "$work/smt" --train "$train" \
+  "${sets[@]}"
 if [ -n "$rnn_systems" ]; then
   filter_flags=()
   if [ "$filter" = True ]; then

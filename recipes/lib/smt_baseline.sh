@@ -5,11 +5,11 @@
 # target side → MERT on the dev set (--mert-runs runs, seeds 1..N) → decode the dev and test sets with each
 # tuned system → detokenize → sacreBLEU BLEU / chrF, mean ± spread.
 #   recipes/lib/smt_baseline.sh --config YAML --work DIR [--quick] [--mert-runs N] [--threads N]
-#                               [--max-iterations N] [--dev SPLIT] [--tests "A B"] [--dev-lines N]
+#                               [--max-iterations N] [--train SPLIT] [--dev SPLIT] [--tests "A B"] [--dev-lines N]
 #                               [--tune-flags "..."] [-- extra smt-decode flags for MERT and test]
 # --config: the recipe's config.yaml: its `prepare` section for nmt-prepare, its `smt` (--quick: `smt_quick`)
 #   section for the SMT settings (dev/test splits, subset sizes, LM order, MERT n-best size and flags).
-# --dev / --tests: the dev and test splits as prepared (default: the config's smt.dev / smt.tests).
+# --train / --dev / --tests: the splits as prepared (default: train, the config's smt.dev / smt.tests).
 # --tune-flags "...": extra smt-tune flags (e.g. "--ranges LM0:0..1 --clip-to-ranges --nbest 50").
 # --dev-lines N: tune (and report the dev column) on the first N dev sentences only (a CPU budget; default:
 #   the config's dev_lines; 0 or empty: all).
@@ -22,6 +22,7 @@ runs=3
 threads=2
 max_iter=""
 cfg=""
+train=train
 dev=""
 tests=""
 dev_lines=""
@@ -32,6 +33,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --max-iterations) max_iter=$2; shift ;;
     --config) cfg=$2; shift ;;
+    --train) train=$2; shift ;;
     --dev) dev=$2; shift ;;
     --tests) tests=$2; shift ;;
     --dev-lines) dev_lines=$2; shift ;;
@@ -60,7 +62,7 @@ mkdir -p "$t"
 # first N lines of a file, or all of it when N is empty
 subset() { if [ -n "$1" ]; then head -n "$1" "$2" > "$3"; else cp "$2" "$3"; fi; }
 # text/: SET.en (tokenized source), DEV.fr (tokenized reference, for MERT), SET.ref.fr (raw reference)
-subset "$train_lines" "$d/train.tok.en" "$t/train.en"; subset "$train_lines" "$d/train.tok.fr" "$t/train.fr"
+subset "$train_lines" "$d/$train.tok.en" "$t/train.en"; subset "$train_lines" "$d/$train.tok.fr" "$t/train.fr"
 subset "$dev_lines" "$d/$dev.tok.en" "$t/$dev.en"; subset "$dev_lines" "$d/$dev.tok.fr" "$t/$dev.fr"
 subset "$dev_lines" "$d/$dev.fr" "$t/$dev.ref.fr"
 for s in $tests; do

@@ -299,8 +299,10 @@ def _stream_corpus():
     """Toy + textbook + alignment variants (ties included) + UTF-8 and prefix-ordering cases."""
     crossed, straight = [(0, 1), (1, 0)], [(0, 0), (1, 1)]
     # "p q" / "u v": a tie whose direct (target->source) and inverse (source->target) winners differ
-    src = [s.split() for s in TOY_SRC] + [DE] + [["a", "b"]] * 4 + [["é", "a"], ["é", "ab", "a"]] + [["p", "q"]] * 2 + [["q"]]
-    tgt = [t.split() for t in TOY_TGT] + [EN] + [["x", "y"]] * 4 + [["e", "x"], ["é", "x!", "x"]] + [["u", "v"]] * 2 + [["v"]]
+    src = [s.split() for s in TOY_SRC] + [DE] + [["a", "b"]] * 4 + [["é", "a"], ["é", "ab", "a"]] + \
+        [["p", "q"]] * 2 + [["q"]]
+    tgt = [t.split() for t in TOY_TGT] + [EN] + [["x", "y"]] * 4 + [["e", "x"], ["é", "x!", "x"]] + \
+        [["u", "v"]] * 2 + [["v"]]
     align = TOY_ALIGN + [ALIGN] + [crossed, straight, crossed, straight] + [[(0, 0), (1, 1)], [(0, 0), (2, 2)]] + \
         [[(0, 0), (0, 1)], [(1, 0), (1, 1)], [(0, 0)]]   # (the last one makes their lexical weights differ)
     return src * 3, tgt * 3, align * 3

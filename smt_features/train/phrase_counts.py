@@ -5,6 +5,9 @@ Memory and cores: occurrences are counted in a dict keyed by the string
 Multi30k); the lexical weights are computed during extraction from
 per-sentence word factors (:class:`smt_features.train.lexical.LexicalTable`).
 Extraction runs on ``processes`` forked workers (sentence ranges, merged).
+For memory bounded by a setting instead of the corpus, the streamed path
+(:mod:`smt_features.train.extract_stream`) counts sentence ranges with the same
+:func:`count_sentence` and sorts them on disk.
 """
 from __future__ import annotations
 

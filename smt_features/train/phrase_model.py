@@ -10,6 +10,11 @@ by spaces (e.g. ``nmt-prepare``'s ``train.tok.<lang>``). The phrase table
 keeps the case of this text; ``--lowercase-align`` (default on) lowercases
 only what the aligner sees.
 
+``--sort-buffer SIZE`` (e.g. ``1G``) extracts and scores the phrase table the
+Moses way, through temp files and GNU ``sort`` (:mod:`smt_features.train.extract_stream`):
+the same table bytes with memory bounded by that size and ``--extract-chunk-lines``
+instead of by the corpus; see ``docs/training_smt.md``.
+
 Example::
 
     smt-train-phrases --src train.tok.en --tgt train.tok.fr --out-dir work/smt/model

@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
 from nmt.formats.phrase_table import SEP, encode_lines, is_gzip_path, write_encoded
 
 from smt_features.train.align import Links, can_fork, fork_pool
@@ -55,6 +57,7 @@ class StreamStats:
     occurrences: int = 0
     keys: int = 0          # distinct phrase pair + alignment keys
     lines: int = 0
+    pairs: int = 0         # distinct phrase pairs (= table lines)
     extract_seconds: float = 0.0
 
 
@@ -90,18 +93,22 @@ def extract_chunks(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Seque
     _SHARED.update(src=src_sents, tgt=tgt_sents, links=alignments, max_len=max_phrase_length,
                    lexical=lexical, compress=opts.sort.compress)
     stats = StreamStats()
+    bar = tqdm(total=n, unit=" pairs", desc="extract phrases", disable=None)
     try:
         if processes <= 1 or len(tasks) < 2 or not can_fork():
             results: Iterator[tuple[int, int]] = map(_extract_chunk, tasks)
             for s, o in results:
                 stats.sentences += s
                 stats.occurrences += o
+                bar.update(s)
         else:
             with fork_pool(processes) as pool:
                 for s, o in pool.imap(_extract_chunk, tasks):
                     stats.sentences += s
                     stats.occurrences += o
+                    bar.update(s)
     finally:
+        bar.close()
         _SHARED.clear()
     return [Path(t[2]) for t in tasks], stats
 
@@ -165,6 +172,7 @@ def score_direct(chunks: list[Path], work: Path, opts: StreamOptions, stats: Str
             group.append((prefix, count, n_keys, text, lex_e, lex_f))
             inv_out.write(f"{tgt}\t{src}\t{count}\n")
             stats.keys += n_keys
+            stats.pairs += 1
         flush()
     return half, inv
 
@@ -187,6 +195,16 @@ def score_inverse(inv: Path, work: Path, opts: StreamOptions) -> Path:
     return half
 
 
+def tqdm_lines(lines: Iterator[str], bar: tqdm, every: int = 10000) -> Iterator[str]:
+    """``lines``, updating ``bar`` every ``every`` lines."""
+    k = 0
+    for k, line in enumerate(lines, 1):
+        if k % every == 0:
+            bar.update(every)
+        yield line
+    bar.update(k % every)
+
+
 def consolidate(half_f2e: Path, half_e2f: Path, out_path: PathLike, processes: int, opts: StreamOptions,
                 stats: StreamStats) -> None:
     """Step 4: merge the halves into the table, one gzip member per range of the in-memory path."""
@@ -196,8 +214,9 @@ def consolidate(half_f2e: Path, half_e2f: Path, out_path: PathLike, processes: i
     def members() -> Iterator[bytes]:
         lines: list[str] = []
         k = key_index = 0
-        with open_temp(half_f2e, "r", False) as direct, sorted_lines([half_e2f], opts.sort) as inverse:
-            for d_line in direct:
+        with open_temp(half_f2e, "r", False) as direct, sorted_lines([half_e2f], opts.sort) as inverse, \
+                tqdm(total=stats.pairs, unit=" lines", desc="consolidate", disable=None) as bar:
+            for d_line in tqdm_lines(direct, bar):
                 prefix, count, c_src, n_keys, text, lex_e, lex_f = d_line.rstrip("\n").split("\t")
                 i_line = next(inverse, None)
                 if i_line is None or not i_line.startswith(prefix + "\t"):

@@ -86,7 +86,7 @@ filter=$(config_value "$x" filter_table)
 echo "== $title"
 echo "   config $cfg; work $work"
 echo "   scale: $scale"
-echo "   data: $src→$tgt, dev $dev, tests $tests; systems: $(tr '\n' ' ' <<< "$systems"); $runs MERT run(s)"
+echo "   data: $src→$tgt, dev $dev, tests $tests; systems: $(paste -sd ' ' <<< "$systems"); $runs MERT run(s)"
 sets=(--dev "$dev" --tests "$tests")
 common=($qflag --config "$cfg" --mert-runs "$runs" --threads "$threads")
 stage_times=()
@@ -97,7 +97,6 @@ stage() {  # stage NAME CMD...: run CMD (run_cmd: a dry run prints it), note its
 }
 start=$SECONDS
 mkdir -p "$work/smt"
-echo "== prepare ($work/smt/data)"
 t0=$SECONDS
 run_step prepare "$work/smt/data/prepare.json" -- "${prep[@]}"
 stage_times+=("prepare: $((SECONDS - t0)) s")

@@ -371,7 +371,10 @@ def test_cli_streamed_same_bytes_and_bad_buffer(tmp_path, capsys):
     write_alignments(tmp_path / "train.align", TOY_ALIGN)
     common = ["--src", str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"),
               "--alignment", str(tmp_path / "train.align")]
-    assert cli_main(common + ["--out-dir", str(tmp_path / "mem")]) == 0
+    assert cli_main(common + ["--out-dir", str(tmp_path / "mem"), "--sort-buffer", "memory"]) == 0
+    assert cli_main(common + ["--out-dir", str(tmp_path / "dflt")]) == 0   # streamed, the default
+    assert (tmp_path / "dflt" / "phrase-table.gz").read_bytes() == (tmp_path / "mem" / "phrase-table.gz").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "dflt").iterdir()) == sorted(p.name for p in (tmp_path / "mem").iterdir())
     assert cli_main(common + ["--out-dir", str(tmp_path / "st"), "--sort-buffer", "10M", "--extract-chunk-lines",
                               "1", "--tmp-dir", str(tmp_path / "tmp"), "--sort-compress"]) == 0
     assert (tmp_path / "st" / "phrase-table.gz").read_bytes() == (tmp_path / "mem" / "phrase-table.gz").read_bytes()

@@ -10,10 +10,11 @@ by spaces (e.g. ``nmt-prepare``'s ``train.tok.<lang>``). The phrase table
 keeps the case of this text; ``--lowercase-align`` (default on) lowercases
 only what the aligner sees.
 
-``--sort-buffer SIZE`` (e.g. ``1G``) extracts and scores the phrase table the
-Moses way, through temp files and GNU ``sort`` (:mod:`smt_features.train.extract_stream`):
-the same table bytes with memory bounded by that size and ``--extract-chunk-lines``
-instead of by the corpus; see ``docs/training_smt.md``.
+The phrase table is extracted and scored the Moses way, through temp files and
+GNU ``sort`` (:mod:`smt_features.train.extract_stream`), with memory bounded by
+``--sort-buffer`` (default ``1G``) and ``--extract-chunk-lines`` instead of by the
+corpus; ``--sort-buffer memory`` counts in RAM instead (the same table bytes); see
+``docs/training_smt.md``.
 
 Example::
 
@@ -66,8 +67,9 @@ class TrainPhrasesConfig:
     lm: str = field("", help="KenLM model (ARPA or binary) of the target language: also write OUT_DIR/moses.ini "
                              "with train-model.perl's features and default weights (distance reordering)")
     lm_order: int = field(5, help="order of --lm (the moses.ini KENLM line)")
-    sort_buffer: str = field("", help="streamed phrase extraction (temp files + GNU sort, memory bounded by "
-                                      "this sort -S size, e.g. 1G; same table bytes); '' = count in memory")
+    sort_buffer: str = field("1G", help="phrase extraction streamed through temp files and GNU sort, memory "
+                                        "bounded by this sort -S size (e.g. 500M, 2G); 'memory' (or '') counts "
+                                        "every phrase pair in RAM instead (same table bytes)")
     extract_chunk_lines: int = field(DEFAULT_CHUNK_LINES, help="streamed extraction: sentence pairs counted "
                                                                "per temp file (memory per worker)")
     tmp_dir: str = field("", help="streamed extraction: folder for its temp files (default: --out-dir)")
@@ -122,7 +124,7 @@ def _skip_unaligned_long(src: list[list[str]], tgt: list[list[str]], links: list
 
 def _stream_options(cfg: TrainPhrasesConfig) -> StreamOptions | None:
     """The streamed path's options (``--sort-buffer`` given), or None for the in-memory path."""
-    if not cfg.sort_buffer:
+    if cfg.sort_buffer in ("", "memory"):
         return None
     try:
         check_size(cfg.sort_buffer)

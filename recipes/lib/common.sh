@@ -62,6 +62,15 @@ run_step() {
 # fresh OUTPUT INPUT: true when OUTPUT exists and is newer than INPUT (scores of the current weights).
 fresh() { [ -f "$1" ] && [ "$1" -nt "$2" ]; }
 
+# binarize_step TABLE: TABLE.bin, the binarized sidecar smt-decode then memory-maps instead of reading TABLE
+# (same translations and n-best lists; docs/decoder.md), when smt-binarize-table is installed. Reused while
+# newer than TABLE; an older one (TABLE rewritten since) is removed and rebuilt, as smt-decode refuses it.
+binarize_step() {
+  [ -x "$bin/smt-binarize-table" ] || return 0
+  if [ "${RECIPE_DRY_RUN:-0}" != 1 ] && [ -e "$1.bin" ] && ! fresh "$1.bin" "$1"; then rm -f "$1.bin"; fi
+  run_step "binarized table" "$1.bin" -- "$bin/smt-binarize-table" --table "$1" --progress false
+}
+
 # tune_decode_evaluate --label L --moses-ini INI --work-dir TUNE --seed R --text T --dev DEV --tests "A B"
 #                      --threads N [--tune-flags FLAG... --] [--decode-flags FLAG... --]
 # One MERT run and its scores: smt-tune (reused when TUNE/moses.tuned.ini exists) → for the dev set and each

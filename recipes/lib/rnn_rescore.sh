@@ -111,6 +111,7 @@ table=$work/phrase-table.rnn.gz
 t0=$(date +%s)
 run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$in_table" --model "$model" \
   --output "$table" --wp-column --resume --threads "$threads" --device "$device" --moses-ini "$smt/model/moses.ini"
+binarize_step "$table"
 echo "rescoring: $(( $(date +%s) - t0 )) s"
 # +RNN: the same table with the WP weight at 0 and fixed (the 5-score system); +RNN+WP: all 6 scores tuned
 "$py" "$lib/set_weight.py" "$table.moses.ini" "$work/rnn.moses.ini" TranslationModel0 -1 0

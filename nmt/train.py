@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -226,7 +227,8 @@ class Trainer:
         """The global batch plan of ``epoch`` (the same on every rank)."""
         plan = getattr(self.task, "batches_for_epoch", None)
         if plan is not None:
-            return list(plan(epoch))
+            batches = plan(epoch)  # a lazy Sequence (a streamed epoch) is walked in order, not copied
+            return batches if isinstance(batches, Sequence) else list(batches)
         if self.lengths is None:
             self.lengths = self.task.train_lengths()
         return bucketed_batches(self.lengths, batch_size=self.loop.batch_size, max_tokens=self.loop.max_tokens,

@@ -11,9 +11,11 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+from nmt import distributed
 from nmt.config import field
 from nmt.data.batching import pair_batch, bucketed_batches
 from nmt.data.io import DataError, read_parallel
+from nmt.pair_stream import PairStream, StreamBatch
 from nmt.data.special import PAD
 from nmt.data.vocab import Vocabulary, load_vocab
 
@@ -31,6 +33,9 @@ class TranslationDataConfig:
     tgt_vocab: str | None = field(None, help="target vocabulary (default: DATA_DIR/vocab.TGT.tsv)")
     phrase_table: str | None = field(None, help="train on the unique pairs of this Moses phrase table instead "
                                                 "of sentence pairs (frequencies ignored, as in the paper)")
+    stream_buffer: int | None = field(None, help="with --phrase-table: read the table as a stream each epoch and "
+                                                 "shuffle its unique pairs in windows of N (memory bounded by N, "
+                                                 "not by the table; default: all pairs in memory)")
     max_len: int = field(80, help="drop training pairs longer than this many tokens on either side")
     dev_max_pairs: int | None = field(None, help="use only the first N dev pairs for validation")
     preset: str = field("cpu-small", help="model preset: cho2014 (paper sizes), cpu-base, cpu-small, tiny")
@@ -84,11 +89,19 @@ def unique_phrase_pairs(table_path: str) -> list[tuple[list[str], list[str]]]:
 class TranslationTask:
     """Encoded pairs + the teacher-forced loss of the encoder–decoder."""
 
-    def __init__(self, cfg: TranslationDataConfig, dev_batch_size: int = 64):
+    def __init__(self, cfg: TranslationDataConfig, dev_batch_size: int = 64, *,
+                 batching: tuple[int, int | None, int] | None = None):
+        """``batching``: the trainer's ``(batch_size, max_tokens, seed)``, needed by ``--stream-buffer``."""
         self.cfg = cfg
         self.paths = cfg.resolved_paths()
         self.src_vocab: Vocabulary = load_vocab(self.paths["src_vocab"])
         self.tgt_vocab: Vocabulary = load_vocab(self.paths["tgt_vocab"])
+        self._stream: PairStream | None = None
+        self._position: dict[str, int] | None = None
+        if cfg.stream_buffer is not None:
+            self._init_stream(cfg, batching)
+            self._init_dev(cfg, dev_batch_size)
+            return
         if cfg.phrase_table:
             raw = unique_phrase_pairs(cfg.phrase_table)
             where = cfg.phrase_table
@@ -106,6 +119,31 @@ class TranslationTask:
                             "on a side; nothing left to train on")
         self.train_src = [self.src_vocab.encode(s) for s, _ in kept]
         self.train_tgt = [self.tgt_vocab.encode(t) for _, t in kept]
+        self.num_train = len(kept)
+        self._init_dev(cfg, dev_batch_size)
+
+    def _init_stream(self, cfg: TranslationDataConfig, batching: tuple[int, int | None, int] | None) -> None:
+        if not cfg.phrase_table:
+            raise ValueError("--stream-buffer needs --phrase-table (sentence pairs are read into memory)")
+        if batching is None:
+            raise ValueError("--stream-buffer: TranslationTask needs batching=(batch_size, max_tokens, seed)")
+        batch_size, max_tokens, seed = batching
+        self._stream = PairStream(cfg.phrase_table, self.src_vocab.encode, self.tgt_vocab.encode,
+                                  max_len=cfg.max_len, buffer=cfg.stream_buffer, batch_size=batch_size,
+                                  max_tokens=max_tokens, seed=seed)
+        if self._stream.num_unique == 0:
+            raise DataError(f"{cfg.phrase_table}: no phrase pairs to train on")
+        if self._stream.num_pairs == 0:
+            raise DataError(f"{cfg.phrase_table}: all {self._stream.num_unique} training pairs have more than "
+                            f"--max-len {cfg.max_len} tokens on a side; nothing left to train on")
+        self.num_dropped, self.num_train = self._stream.num_dropped, self._stream.num_pairs
+        self.train_src, self.train_tgt = [], []  # not held: batches come from the stream
+        # the trainer's optional hooks exist only in this mode (the default plan stays the trainer's)
+        self.batches_for_epoch = self._stream.plan
+        self.shard_batch = self._shard_stream_batch
+        self.load_extras = self._load_stream_extras
+
+    def _init_dev(self, cfg: TranslationDataConfig, dev_batch_size: int) -> None:
         dev = read_tokenized_pairs(self.paths["dev_src"], self.paths["dev_tgt"])
         if not dev:
             raise DataError(f"{self.paths['dev_src']}: empty file, and so is {self.paths['dev_tgt']} "
@@ -120,7 +158,13 @@ class TranslationTask:
     def train_lengths(self) -> list[int]:
         return [max(len(s), len(t)) for s, t in zip(self.train_src, self.train_tgt)]
 
-    def make_batch(self, indices: np.ndarray) -> dict[str, torch.Tensor]:
+    def make_batch(self, indices: np.ndarray | StreamBatch) -> dict[str, torch.Tensor]:
+        if isinstance(indices, StreamBatch):
+            assert self._stream is not None
+            src, tgt = self._stream.pairs(indices)
+            self._position = {"epoch": indices.epoch, "batches": indices.number + 1,
+                              "pairs_consumed": self._stream.pairs_consumed(indices)}
+            return pair_batch(src, tgt)
         return pair_batch([self.train_src[i] for i in indices], [self.train_tgt[i] for i in indices])
 
     def dev_batches(self) -> list[dict[str, torch.Tensor]]:
@@ -139,5 +183,25 @@ class TranslationTask:
         return nll, int((batch["tgt_out"] != PAD).sum())
 
     def checkpoint_extras(self) -> dict[str, Any]:
-        return {"vocab": {"src": {"path": self.paths["src_vocab"], "fingerprint": self.src_vocab.fingerprint()},
-                          "tgt": {"path": self.paths["tgt_vocab"], "fingerprint": self.tgt_vocab.fingerprint()}}}
+        extras: dict[str, Any] = {
+            "vocab": {"src": {"path": self.paths["src_vocab"], "fingerprint": self.src_vocab.fingerprint()},
+                      "tgt": {"path": self.paths["tgt_vocab"], "fingerprint": self.tgt_vocab.fingerprint()}}}
+        if self._stream is not None:  # the data position: pairs of the epoch consumed by the last update
+            extras["pair_stream"] = {"buffer": self._stream.buffer, "pairs": self._stream.num_pairs,
+                                     "batches": self._stream.num_batches, "position": self._position}
+        return extras
+
+    def _shard_stream_batch(self, item: StreamBatch, rank: int, world: int) -> tuple[StreamBatch, float]:
+        part, weight = distributed.shard(item.indices, rank, world)
+        return item._replace(indices=part), weight
+
+    def _load_stream_extras(self, checkpoint: dict[str, Any]) -> None:
+        """Refuse a resume whose stream would not give the same batches as the checkpointed run's."""
+        assert self._stream is not None
+        saved = checkpoint.get("pair_stream")
+        now = {"buffer": self._stream.buffer, "pairs": self._stream.num_pairs, "batches": self._stream.num_batches}
+        if saved is None or {k: saved.get(k) for k in now} != now:
+            raise ValueError(f"--stream-buffer {self._stream.buffer}: the checkpoint's data stream differs "
+                             f"(checkpoint {saved and {k: saved.get(k) for k in now}}, now {now}); resume with the "
+                             "same table, --stream-buffer, --max-len and batch settings")
+        self._position = saved.get("position")

@@ -34,7 +34,7 @@ def run_translation_training(ctx: distributed.DistContext, data: TranslationData
     refuse_out_dir_inputs(out, {k: v for k, v in inputs.items() if k not in ("--src-vocab", "--tgt-vocab")})
 
     torch.manual_seed(loop.seed)
-    task = TranslationTask(data)  # reads and checks the vocabularies and every pair
+    task = TranslationTask(data, batching=(loop.batch_size, loop.max_tokens, loop.seed))  # reads and checks every pair
     model = build_model(model_cfg, len(task.src_vocab), len(task.tgt_vocab))
     if ctx.is_main:
         if loop.overwrite:
@@ -47,13 +47,14 @@ def run_translation_training(ctx: distributed.DistContext, data: TranslationData
         setattr(data, f"{side}_vocab", str(copy))
         task.paths[f"{side}_vocab"] = str(copy)  # the checkpoint records the copy
     ctx.barrier()  # the folder and the copies exist before any rank goes on
-    resolved = {"task": "translation", "data": dataclasses.asdict(data), "model": dataclasses.asdict(model_cfg),
+    data_dict = {k: v for k, v in dataclasses.asdict(data).items() if k != "stream_buffer" or v is not None}
+    resolved = {"task": "translation", "data": data_dict, "model": dataclasses.asdict(model_cfg),
                 "optim": dataclasses.asdict(optim), "loop": dataclasses.asdict(loop)}
     if ctx.is_main:
         with atomic_write(out / "config.yaml") as fh:
             yaml.safe_dump(resolved, fh, sort_keys=False, allow_unicode=True)
         procs = f", {ctx.world} processes ({ctx.backend})" if ctx.enabled else ""
-        print(f"nmt-train: {len(task.train_src)} training pairs ({task.num_dropped} dropped by --max-len "
+        print(f"nmt-train: {task.num_train} training pairs ({task.num_dropped} dropped by --max-len "
               f"{data.max_len}), {len(task.dev_src)} dev pairs, vocab {len(task.src_vocab)}/{len(task.tgt_vocab)}, "
               f"{model.num_parameters():,} parameters, cell={model_cfg.cell}{procs}", file=sys.stderr)
     start = time.perf_counter()

@@ -188,3 +188,100 @@ def test_weight_averaging_on_stall_resumes_exactly(toy_data: Path, tmp_path: Pat
         for name, tensor in last["average"]["params"].items():
             assert torch.equal(best["model"][name], tensor), name
         assert not all(torch.equal(best["model"][k], last["model"][k]) for k in last["model"])
+
+
+def _stream_fixture(tmp_path: Path) -> tuple[Path, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
+    """A sorted table of 40 sources, 1-3 targets each, some pairs repeated (as with two extraction passes)."""
+    from nmt.data.vocab import Vocabulary
+
+    rows = []
+    for i in range(40):
+        src = " ".join(["w%02d" % i] + ["x"] * (i % 4))
+        for j in range(1 + i % 3):
+            tgt = " ".join(["t%d" % j] * (1 + (i + j) % 5))
+            rows.append(f"{src} ||| {tgt} ||| 0.5 0.5 0.5 0.5 ||| ||| 1 1 1 ||| |||")
+            if (i + j) % 7 == 0:
+                rows.append(f"{src} ||| {tgt} ||| 0.25 0.5 0.5 0.5 ||| ||| 2 1 1 ||| |||")
+    rows.sort()
+    table = tmp_path / "stream.phrase-table"
+    table.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    pairs = list(dict.fromkeys(tuple(tuple(side.split()) for side in r.split(" ||| ")[:2]) for r in rows))
+    Vocabulary.build([list(s) for s, _ in pairs], max_size=None).save(tmp_path / "vocab.de.tsv")
+    Vocabulary.build([list(t) for _, t in pairs], max_size=None).save(tmp_path / "vocab.en.tsv")
+    (tmp_path / "val.tok.de").write_text("w01 x\n", encoding="utf-8")
+    (tmp_path / "val.tok.en").write_text("t0 t0\n", encoding="utf-8")
+    return table, pairs
+
+
+def test_stream_buffer_batches_permute_the_unique_pairs_and_resume(tmp_path: Path, capsys) -> None:
+    """--stream-buffer: one epoch is a permutation of the in-memory unique pairs; same seed, same batches;
+    a plan picked up mid-epoch gives the same remaining batches; resume is exact; bad lines name FILE:LINE."""
+    from collections import Counter
+
+    from nmt.pair_stream import PairStream
+    from nmt.data.vocab import Vocabulary
+    from nmt.translation_data import unique_phrase_pairs
+
+    table, pairs = _stream_fixture(tmp_path)
+    src_v, tgt_v = Vocabulary.load(tmp_path / "vocab.de.tsv"), Vocabulary.load(tmp_path / "vocab.en.tsv")
+    in_memory = [(s, t) for s, t in unique_phrase_pairs(str(table)) if len(s) <= 4 and len(t) <= 4]
+    assert [(tuple(s), tuple(t)) for s, t in unique_phrase_pairs(str(table))] == pairs
+    want = Counter((tuple(src_v.encode(s)), tuple(tgt_v.encode(t))) for s, t in in_memory)
+    assert 40 < len(in_memory) < len(pairs)  # --max-len 4 drops some
+
+    def stream(seed: int = 3, max_tokens: int | None = None) -> PairStream:
+        return PairStream(str(table), src_v.encode, tgt_v.encode, max_len=4, buffer=9, batch_size=4,
+                          max_tokens=max_tokens, seed=seed)
+
+    def batches(s: PairStream, epoch: int, start: int = 0) -> list[list[tuple[tuple[int, ...], ...]]]:
+        plan = s.plan(epoch)
+        out = []
+        for i in range(start, len(plan)):
+            src, tgt = s.pairs(plan[i])
+            out.append([(tuple(a), tuple(b)) for a, b in zip(src, tgt)])
+        return out
+
+    for max_tokens in (None, 9):
+        s = stream(max_tokens=max_tokens)
+        assert s.num_pairs == len(in_memory) and s.num_dropped == len(pairs) - len(in_memory)
+        for epoch in (0, 1):
+            got = batches(s, epoch)
+            assert len(got) == s.num_batches and Counter(p for b in got for p in b) == want
+            if max_tokens:
+                assert all(len(b) * max(max(len(x), len(y)) for x, y in b) <= 9 for b in got)
+    full = batches(stream(), 0)
+    assert full == batches(stream(), 0) and full != batches(stream(), 1) and full != batches(stream(seed=4), 0)
+    for k in (1, 3, len(full) - 1):  # a fresh stream (a resumed run) starting mid-epoch, inside a window
+        assert batches(stream(), 0, start=k) == full[k:]
+
+    # end to end: nmt-train killed mid-epoch at update 7 and resumed = one run of 19 updates
+    def run(out: Path, *extra: str) -> int:
+        return train_main(["--phrase-table", str(table), "--data-dir", str(tmp_path), "--src-lang", "de",
+                           "--tgt-lang", "en", "--max-len", "4", "--stream-buffer", "9", *_args(tmp_path, out)[2:],
+                           "--batch-size", "4", "--save-every", "7", *extra])  # 21 batches an epoch
+
+    full_dir, split_dir = tmp_path / "full", tmp_path / "split"
+    assert run(full_dir, "--max-updates", "19") == 0
+    assert run(split_dir, "--max-updates", "7") == 0
+    position = load_checkpoint(split_dir / "checkpoint_last.pt")["pair_stream"]["position"]
+    assert position["batches"] == 7 and 18 < position["pairs_consumed"] <= 22  # inside the third window
+    assert run(split_dir, "--max-updates", "19", "--resume") == 0
+    assert_same_checkpoint(full_dir / "checkpoint_last.pt", split_dir / "checkpoint_last.pt")
+    assert yaml.safe_load((full_dir / "config.yaml").read_text())["data"]["stream_buffer"] == 9
+    capsys.readouterr()  # another buffer cannot continue the same batches:
+    assert train_main(["--phrase-table", str(table), "--data-dir", str(tmp_path), "--src-lang", "de", "--tgt-lang",
+                       "en", "--max-len", "4", "--stream-buffer", "8", *_args(tmp_path, split_dir)[2:],
+                       "--batch-size", "4", "--max-updates", "25", "--resume"]) == 2
+    assert "--stream-buffer 8: the checkpoint's data stream differs" in capsys.readouterr().err
+
+    lines = table.read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "bad.phrase-table"
+    bad.write_text("\n".join(lines[:5] + ["x ||| ||| 0.5"] + lines[5:]) + "\n", encoding="utf-8")
+    unsorted = tmp_path / "unsorted.phrase-table"
+    unsorted.write_text("\n".join(lines[:5] + lines[-1:] + lines[5:-1]) + "\n", encoding="utf-8")
+    for path, line in ((bad, 6), (unsorted, 7)):
+        assert train_main(["--phrase-table", str(path), "--data-dir", str(tmp_path), "--src-lang", "de",
+                           "--tgt-lang", "en", "--stream-buffer", "9", *_args(tmp_path, tmp_path / f"m_{line}")[2:]]) == 2
+        msg = capsys.readouterr().err
+        assert f"{path}:{line}:" in msg and "Traceback" not in msg, msg
+        assert not (tmp_path / f"m_{line}").exists()

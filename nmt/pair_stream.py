@@ -154,7 +154,7 @@ class PairStream:
             return self._current[2], self._current[3]
         if self._reader is None or w < self._next_window:
             self._reader, self._next_window = self._windows(w), w
-        self._current = None  # release the previous window before reading the next
+        cur = self._current = None  # release the previous window before reading the next
         for got, data in self._reader:
             self._next_window = got + 1
             if got == w:

@@ -4,7 +4,7 @@
 setup:
 	bash scripts/setup.sh
 
-# the toolkit's job at demo scale (~15 min on 2 cores): phrase-based baseline vs +RNN Encoder–Decoder score on
+# the toolkit's job at demo scale (6–12 min measured on 2 shared cores, recipe part): phrase-based baseline vs +RNN Encoder–Decoder score on
 # the full Multi30k En→Fr (recipes/experiment/multi30k_demo.yaml; the whole table: multi30k.yaml)
 run: setup
 	bash recipes/experiment/run.sh recipes/experiment/multi30k_demo.yaml

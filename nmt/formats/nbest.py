@@ -22,16 +22,14 @@ by the reader as :attr:`NBestEntry.extra`.
 """
 from __future__ import annotations
 
-import gzip
 import math
 import re
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from nmt.data.io import DataError, open_text
+from nmt.data.io import GZIP_ERRORS, DataError, open_text
 
 _LABEL = re.compile(r"^(\S+)=$")
 
@@ -168,7 +166,7 @@ def iter_nbest(path: str | Path, *, check_order: bool = True) -> Iterator[NBestE
                 raw = next(lines)
             except StopIteration:
                 break
-            except (EOFError, zlib.error, gzip.BadGzipFile) as err:  # truncated / corrupt gzip
+            except GZIP_ERRORS as err:  # truncated / corrupt gzip
                 raise NBestError(path_s, line_no + 1, f"cannot read file (corrupt or truncated gzip stream: "
                                                       f"{err})") from None
             line_no += 1

@@ -1,14 +1,13 @@
 """The strict, streaming reader of Moses phrase tables (plain or ``.gz``), naming FILE:LINE of a bad line."""
 from __future__ import annotations
 
-import gzip
 import logging
 import math
 import sys
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from nmt.data.io import GZIP_ERRORS, open_text
 from nmt.formats.phrase_table import (MIN_FIELDS, MOSES_NUM_FIELDS, PathLike, PhraseEntry, PhraseTableError,
                                       split_fields)
 
@@ -16,10 +15,6 @@ log = logging.getLogger("nmt.formats.phrase_table")  # the name the warnings hav
 
 #: How many skipped lines are reported one by one with ``skip_bad=True``.
 MAX_LOGGED_SKIPS = 10
-
-
-def _open_binary(path: PathLike):
-    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
 @dataclass
@@ -88,7 +83,7 @@ class PhraseTableReader:
 
     def _generate(self) -> Iterator[PhraseEntry]:
         line_no = 0
-        with _open_binary(self.path) as fh:
+        with open_text(self.path, "rb") as fh:
             try:
                 for raw_bytes in fh:
                     line_no += 1
@@ -109,7 +104,7 @@ class PhraseTableReader:
                         continue
                     self.n_entries += 1
                     yield entry
-            except (EOFError, OSError, zlib.error) as err:  # truncated / corrupt gzip
+            except (OSError, *GZIP_ERRORS) as err:  # truncated / corrupt gzip
                 raise PhraseTableError(self.path, line_no + 1, f"cannot read file (corrupt or truncated gzip "
                                                                 f"stream: {err})") from None
         if self.n_skipped:

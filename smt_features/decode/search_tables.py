@@ -49,6 +49,7 @@ class SearchTables:
         self.table_limit = table_limit
         self.option_cache: dict[tuple[str, ...], list[tuple]] = {}
         self.unknown_cache: dict[str, tuple] = {}
+        self.bound_cache: dict[tuple[str, ...], list[tuple]] = {}  # options_for's lists, by upper bound
         self.phrase_ids: dict[tuple[str, ...], int] = {}
         self.word_ids: dict[str, int] = {}
 
@@ -106,6 +107,13 @@ class SearchTables:
         self.option_cache[src] = opts
         return opts
 
+    def options_by_bound(self, src: tuple[str, ...]) -> list[tuple]:
+        """:meth:`options_for`'s list ordered by the upper bound of each option's score (cached)."""
+        opts = self.bound_cache.get(src)
+        if opts is None:
+            opts = self.bound_cache[src] = sorted(self.options_for(src), key=lambda o: -o[O_UB])
+        return opts
+
     def unknown_option(self, word: str) -> tuple:
         opt = self.unknown_cache.get(word)
         if opt is None:
@@ -119,18 +127,18 @@ class SearchTables:
         context (so the search can stop at the first one that cannot reach a stack), or, with
         early discarding, by their future score (so it stops at the first one discarded).
         """
-        by_fut = self.options.early_discarding_threshold > 0
+        ranked = self.options_for if self.options.early_discarding_threshold > 0 else self.options_by_bound
         n = len(words)
         maxlen = min(self.options.max_phrase_length, max(self.table.max_src_len, 1))
         spans: list[list[tuple[int, list[tuple]]]] = []
         for i in range(n):
             row = []
             for j in range(i, min(n, i + maxlen)):
-                opts = self.options_for(tuple(words[i:j + 1]))
+                opts = ranked(tuple(words[i:j + 1]))
                 if j == i and not opts:
                     opts = [self.unknown_option(words[i])]
                 if opts:
-                    row.append((j, opts if by_fut else sorted(opts, key=lambda o: -o[O_UB])))
+                    row.append((j, opts))
             spans.append(row)
         return spans
 

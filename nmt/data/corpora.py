@@ -18,12 +18,11 @@ import hashlib
 import os
 import sys
 import urllib.request
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nmt.data.io import DataError, atomic_write
+from nmt.data.io import GZIP_ERRORS, DataError, atomic_write
 
 DOWNLOAD_ENV = "RNNSMT_DOWNLOAD"
 REGISTRY_DIR = Path(__file__).with_name("registry")  #: the built-in declarations (package data)
@@ -265,7 +264,7 @@ def download(corpus: str) -> Path:
             with _urlopen(url) as response:
                 data = response.read()
             _check_download(file_name, data, expected)
-        except (OSError, EOFError, zlib.error) as err:
+        except (OSError, *GZIP_ERRORS) as err:
             raise _not_found(corpus, file_name, f"{url}: {err}", asked=True) from err
         with atomic_write(dest, "wb") as out:
             out.write(data)

@@ -4,20 +4,15 @@ Window ``k`` holds lines ``k·W + 1 … (k + 1)·W`` of the file (see :class:`~s
 """
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field as dc_field
 
-from nmt.data.io import DataError, count_lines
+from nmt.data.io import DataError, count_lines, open_text
 from nmt.formats.phrase_table import PhraseTableError
 from nmt.formats.phrase_table_reader import PhraseTableReader
 
 from smt_features.neural.rescore_config import Plan
-
-
-def open_binary(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
 def count_table_lines(path: str) -> int:
@@ -46,7 +41,7 @@ class TableLines:
 
     def _prime(self) -> None:
         self._primed = True
-        with open_binary(self.path) as fh:
+        with open_text(self.path, "rb") as fh:
             try:
                 for line_no, raw in enumerate(fh, 1):
                     try:
@@ -66,7 +61,7 @@ class TableLines:
     def raw_lines(self, first: int, last: int) -> Iterator[tuple[int, bytes]]:
         """``(line_no, bytes incl. the newline)`` for lines ``first…last`` (1-based, inclusive)."""
         line_no = 0
-        with open_binary(self.path) as fh:
+        with open_text(self.path, "rb") as fh:
             try:
                 for raw in fh:
                     line_no += 1

@@ -214,14 +214,12 @@ def write_scored_table(counts: ExtractionCounts, path: PathLike, processes: int 
 
     try:
         keys = _prepare_scoring(counts)
-        n_parts = table_parts(len(keys), processes)
+        jobs = [(a, b, gz) for a, b in _score_ranges(keys, table_parts(len(keys), processes))]
         if processes <= 1 or len(keys) < PARALLEL_MIN_KEYS or not can_fork():
-            ranges = _score_ranges(keys, n_parts)
-            write_encoded(parts(map(_score_encode_range, [(a, b, gz) for a, b in ranges])), path)
+            write_encoded(parts(map(_score_encode_range, jobs)), path)
         else:
-            ranges = _score_ranges(keys, n_parts)
             with fork_pool(processes) as pool:
-                write_encoded(parts(pool.imap(_score_encode_range, [(a, b, gz) for a, b in ranges])), path)
+                write_encoded(parts(pool.imap(_score_encode_range, jobs)), path)
     finally:
         _SHARED.clear()
     return n_lines

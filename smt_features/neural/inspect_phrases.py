@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nmt.config import field
-from nmt.data.io import iter_lines
+from nmt.data.io import iter_lines, open_text
 from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.formats.phrase_table import DIRECT_PHRASE_PROB
 from nmt.formats.phrase_table_load import load_phrase_table
@@ -51,17 +51,13 @@ def _cell(words) -> str:
 
 
 def _is_empty(path: str) -> bool:
-    import gzip
-
-    if os.path.isfile(path) and os.path.getsize(path) == 0:
-        return True
-    if path.endswith(".gz") and os.path.isfile(path):
-        try:
-            with gzip.open(path, "rb") as fh:
-                return fh.read(1) == b""
-        except (OSError, EOFError):
-            return False  # the reader reports the corrupt stream with its line
-    return False
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open_text(path, "rb") as fh:  # plain or .gz: no content
+            return fh.read(1) == b""
+    except (OSError, EOFError):
+        return False  # the reader reports the corrupt stream with its line
 
 
 def check_paths(cfg: InspectConfig, ckpt) -> None:

@@ -28,6 +28,9 @@ common_option() {
   esac
 }
 
+# quick_suffix: sets suffix to _quick when quick is 1, else empty (work folders, config sections).
+quick_suffix() { if [ "$quick" = 1 ]; then suffix=_quick; else suffix=""; fi; }
+
 # quick_flag QUICK: prints --quick when QUICK is 1 (to pass the scale on to another stage).
 quick_flag() { if [ "$1" = 1 ]; then echo --quick; fi; }
 

@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 x=$cfg:experiment
-suffix=$([ $quick = 1 ] && echo _quick || true)
+quick_suffix
 name=$(basename "$cfg" .yaml)
 work=$(abs_dir "${work:-$root/work/experiment/$name$suffix}")
 runs=${runs:-$(config_value "$x" mert_runs)}

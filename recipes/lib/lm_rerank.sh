@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$rnn" ] && [ -n "$lmw" ] && [ -n "$work" ] && [ -n "$lm_corpus" ] || \
   { echo "lm_rerank.sh: give --config, --smt-work, --rnn-work, --lm-work, --work and --lm-corpus" >&2; exit 2; }
-suffix=$([ $quick = 1 ] && echo _quick || true)
+quick_suffix
 nbest=${nbest:-$(config_value "$cfg:smt$suffix" rerank_nbest)}
 dev=${dev:-$(config_value "$cfg:smt$suffix" dev)}
 tests=${tests:-$(config_value "$cfg:smt$suffix" tests)}

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 quick=0
 for a in "$@"; do [ "$a" = --quick ] && quick=1; done
-suffix=$([ $quick = 1 ] && echo _quick || true)
+quick_suffix
 exec bash "$lib/lm_rerank.sh" --config "$here/config.yaml" --lm-corpus multi30k-fr \
   --smt-work "$root/work/multi30k_smt$suffix" --rnn-work "$root/work/multi30k_rnn$suffix" \
   --lm-work "$root/work/multi30k_fr_lm$suffix" --work "$root/work/multi30k_rerank$suffix" "$@"

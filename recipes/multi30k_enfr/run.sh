@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-suffix=$([ $quick = 1 ] && echo _quick || true)
+quick_suffix
 if [ $table = 1 ]; then
   exec bash "$here/table.sh" $(quick_flag $quick) --mert-runs "$runs" --threads "$threads" \
     ${work:+--work "$work"}

@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $device in cpu|cuda|cuda:*) ;; *) echo "--device must be cpu or cuda[:i], not $device" >&2; exit 2 ;; esac
-suffix=$([ $quick = 1 ] && echo _quick || true)
+quick_suffix
 work=${work:-$root/work/wmt14_enfr$suffix}
 case $work in /*) ;; *) work=$PWD/$work ;; esac
 cache=${MT_CACHE:-$HOME/.cache/rnnsmt}/wmt14

@@ -282,11 +282,8 @@ def register_corpus(corpus_root: str | Path) -> None:
     """Make ``wmt14-enfr`` a registry corpus for this process (nmt/data/corpora.py is not changed)."""
     from nmt.data import corpora
 
-    spec_cls = getattr(corpora, "_Corpus", None)
-    if spec_cls is None:
-        raise RuntimeError("nmt.data.corpora._Corpus is gone: update register_corpus() in " + __file__)
     # raw text (SGML unescaped, WMT training text as distributed): not pretokenized
-    corpora.CORPORA[CORPUS] = spec_cls(FOLDER, {s: {lang: f"{s}.{lang}" for lang in ("en", "fr")} for s in SPLITS})
+    corpora.CORPORA[CORPUS] = corpora.Corpus(FOLDER, {s: {lang: f"{s}.{lang}" for lang in ("en", "fr")} for s in SPLITS})
     os.environ["MT_DATA"] = str(Path(corpus_root).resolve())
 
 

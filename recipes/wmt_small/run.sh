@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-suffix=$([ $quick = 1 ] && echo _quick || true)
+quick_suffix
 work=$(abs_dir "${work:-$root/work/wmt_small$suffix}")
 cfg=$here/config.yaml
 qflag=$(quick_flag $quick)

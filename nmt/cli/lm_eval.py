@@ -1,12 +1,7 @@
 """``nmt-lm-eval``: perplexity of a text with a trained neural LM, by the project's one accounting.
 
-N = words + one ``</s>`` per line (``<s>`` not counted), natural logs, OOVs
-included (scored as ``<unk>``); the same N as ``smt-kenlm eval``. An empty
-line is a sentence of zero words: it is scored as just ``</s>`` and counts one
-token. ``--regime sentence`` scores each line from a fresh state (first context
-``<s>``; ``</s>`` for a stream-trained model); ``--regime stream`` reads the
-file as one stream with the state carried across lines (cross-sentence context:
-not comparable with sentence-level figures such as KenLM's).
+The accounting (N = words + one ``</s>`` per line, natural logs, OOVs as ``<unk>``, the regimes) is
+:mod:`nmt.lm_evaluation`'s.
 """
 from __future__ import annotations
 

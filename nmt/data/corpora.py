@@ -70,7 +70,6 @@ class Corpus:
     source: Path | None = None
 
 
-_Corpus = Corpus  # the name recipes/wmt14_enfr/wmt14.py registers with
 
 
 def _prefix_files(prefix: str, langs: list[str], suffix: str | None, folder: Path | None) -> dict[str, str]:

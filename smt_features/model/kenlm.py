@@ -147,6 +147,17 @@ def sidecar_path(model_path: Path) -> Path:
     return model_path.with_name(stem + ".config.yaml")
 
 
+def recorded_map_unk(model_path: Path) -> str:
+    """The ``<unk>`` mapping the model was built with, from its sidecar record (``DEFAULT_MAP_UNK`` without one)."""
+    side = sidecar_path(model_path)
+    try:
+        recorded = yaml.safe_load(side.read_text(encoding="utf-8")) if side.is_file() else None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise DataError(f"{side}: the model's record is not readable YAML ({err}); "
+                        "pass --map-unk to skip it") from None
+    return recorded.get("map_unk", DEFAULT_MAP_UNK) if isinstance(recorded, dict) else DEFAULT_MAP_UNK
+
+
 def evaluate_lm(cfg: KenLMEvalConfig, config_path: str | None = None) -> int:
     """``smt-kenlm eval``: the perplexity line of ``cfg.text`` under ``cfg.model`` (and ``--json-out``)."""
     model_path = Path(cfg.model)
@@ -157,15 +168,7 @@ def evaluate_lm(cfg: KenLMEvalConfig, config_path: str | None = None) -> int:
     first = next(lines, None)
     if first is None:
         raise DataError(f"{cfg.text}: empty file: no sentence to score")
-    map_unk = cfg.map_unk
-    if map_unk is None:
-        side = sidecar_path(model_path)
-        try:
-            recorded = yaml.safe_load(side.read_text(encoding="utf-8")) if side.is_file() else None
-        except (yaml.YAMLError, UnicodeDecodeError) as err:
-            raise DataError(f"{side}: the model's record is not readable YAML ({err}); "
-                            "pass --map-unk to skip it") from None
-        map_unk = recorded.get("map_unk", DEFAULT_MAP_UNK) if isinstance(recorded, dict) else DEFAULT_MAP_UNK
+    map_unk = recorded_map_unk(model_path) if cfg.map_unk is None else cfg.map_unk
     scorer = KenLMScorer(model_path, map_unk=map_unk or None)
     res = kenlm_perplexity(scorer, itertools.chain([first], lines))
     name = cfg.name or f"kenlm {model_path.name} on {Path(cfg.text).name}"

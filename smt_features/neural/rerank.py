@@ -66,17 +66,10 @@ def neural_lm_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: 
 
 def kenlm_scorer(path: str | Path, map_unk: str | None = "auto") -> LMScoreFn:
     """ln p(hyp </s> | <s>) under a KenLM model; ``map_unk="auto"`` reads the model's sidecar as ``smt-kenlm eval``."""
-    from smt_features.model.kenlm import DEFAULT_MAP_UNK, KenLMScorer, sidecar_path
+    from smt_features.model.kenlm import KenLMScorer, recorded_map_unk
 
     if map_unk == "auto":
-        side = sidecar_path(Path(path))
-        map_unk = DEFAULT_MAP_UNK
-        if side.is_file():
-            import yaml
-
-            recorded = yaml.safe_load(side.read_text(encoding="utf-8"))
-            if isinstance(recorded, dict):
-                map_unk = recorded.get("map_unk", DEFAULT_MAP_UNK)
+        map_unk = recorded_map_unk(Path(path))
     scorer = KenLMScorer(path, map_unk=map_unk or None)
 
     def score(hyps: Sequence[Sequence[str]]) -> list[float]:

@@ -276,12 +276,12 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     systems = "[Baseline, +RNN, +Mogrifier-LM]"
     cfg = tmp_path / "mine.yaml"
 
-    def write(systems: str) -> None:
+    def write(systems: str, lm: str = "lm_corpus: my-lm") -> None:
         cfg.write_text(
             "experiment:\n  title: mine\n  scale: tiny\n  scale_quick: tinier\n"
             f"  files: {{train: '{data}/corpus', dev: '{data}/heldout',\n"
             f"          tests: ['{data}/news1', '{data}/news2', '{data}/news3']}}\n"
-            f"  src: en\n  tgt: fr\n  systems: {systems}\n  mert_runs: 2\n  lm_corpus: my-lm\n"
+            f"  src: en\n  tgt: fr\n  systems: {systems}\n  mert_runs: 2\n  {lm}\n"
             "  filter_table: true\n", encoding="utf-8")
     write(systems)
     work = tmp_path / "work"
@@ -307,6 +307,15 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     assert after(plan[3], "--lm-corpus") == ["my-lm"]
     assert "scale: tinier" in proc.stdout
     assert not (work / "smt" / "data").exists()                    # a dry run runs nothing
+    # lm_corpus: target: the LMs on the experiment's own tokenized target side (train, dev, first test)
+    write(systems, "lm_corpus: target\n  lm_epochs: 1")
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    lm_step = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if "lm_rerank.sh" in line][0]
+    assert after(lm_step, "--lm-corpus") == ["files"] and after(lm_step, "--lm-epochs") == ["1"]
+    assert after(lm_step, "--lm-text") == [" ".join(f"{work}/smt/data/{s}.tok.fr" for s in
+                                                    ("corpus", "heldout", "news1"))]
     write("[Baseline, +BERT]")
     bad = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})

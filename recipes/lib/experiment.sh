@@ -111,9 +111,19 @@ if [ -n "$rnn_systems" ]; then
     "${sets[@]}" --systems "$rnn_systems" ${filter_flags[@]+"${filter_flags[@]}"}
 fi
 if [ -n "$lm_rows" ]; then
+  # lm_corpus: a corpus name of recipes/ptb_lm/run.sh (multi30k-fr, ptb), or `target`: the experiment's own
+  # tokenized target side (train / dev / first test set); lm_epochs (optional): at most N epochs per LM
+  lm_corpus=$(config_value "$x" lm_corpus)
+  lm_flags=(--lm-corpus "$lm_corpus")
+  if [ "$lm_corpus" = target ]; then
+    first_test=${tests%% *}
+    lm_flags=(--lm-corpus files --lm-text "$work/smt/data/$train.tok.$tgt $work/smt/data/$dev.tok.$tgt $work/smt/data/$first_test.tok.$tgt")
+  fi
+  lm_epochs=$(config_value "$x" lm_epochs 2> /dev/null || true)
+  [ -n "$lm_epochs" ] && lm_flags+=(--lm-epochs "$lm_epochs")
   stage "neural LM rows (lm_rerank.sh)" bash "$lib/lm_rerank.sh" "${common[@]}" --smt-work "$work/smt" \
     --rnn-work "$work/rnn" --lm-work "$work/lm" --work "$work/rerank" "${sets[@]}" --rows "$lm_rows" \
-    --lm-corpus "$(config_value "$x" lm_corpus)" ${encdec:+--encdec "$encdec"}
+    ${lm_flags[@]+"${lm_flags[@]}"} ${encdec:+--encdec "$encdec"}
 fi
 table_end=$SECONDS
 [ "${RECIPE_DRY_RUN:-0}" = 1 ] && exit 0

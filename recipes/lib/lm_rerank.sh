@@ -10,11 +10,15 @@
 # LMs + the encoder–decoder).
 #   recipes/lib/lm_rerank.sh --config YAML --smt-work DIR --rnn-work DIR --lm-work DIR --work DIR
 #                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
+#                            [--lm-text "TRAIN VALID TEST"] [--lm-epochs N]
 #                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all"]
 # --config: the recipe's config (its smt[_quick] section: rerank_nbest, and dev/tests unless given).
 # --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
 # --nbest: the list size (default: the config's smt.rerank_nbest, --quick: smt_quick.rerank_nbest).
 # --rows: the rows to make (default all four; +RNN+WP's tuned runs are needed only for `all`).
+# --lm-corpus files --lm-text "TRAIN VALID TEST": the LMs on these tokenized target-side files (experiment.sh's
+# `lm_corpus: target`: the experiment's own training text and its dev / first test set). --lm-epochs: at most N
+# epochs per LM (default: the ptb_lm config's, 15 at the RMN paper's setting).
 # Used by recipes/lib/experiment.sh and recipes/multi30k_enfr/lm_rerank.sh.
 # Outputs: WORK/{baseline,rnnwp}.R/*.nbest(.feat.gz), WORK/<row>.R/*, WORK/scores.md, WORK/examples.md,
 #   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
@@ -33,6 +37,8 @@ dev=""
 tests=""
 rows="lstm rmn mog all"
 lm_corpus=""
+lm_text=""
+lm_epochs=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -46,6 +52,8 @@ while [ $# -gt 0 ]; do
     --tests) tests=$2; shift ;;
     --rows) rows=$2; shift ;;
     --lm-corpus) lm_corpus=$2; shift ;;
+    --lm-text) lm_text=$2; shift ;;
+    --lm-epochs) lm_epochs=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
   shift
@@ -74,8 +82,14 @@ t=$smt/text
 
 echo "== neural LMs on $lm_corpus ($lmw)"
 t0=$(date +%s)
+lm_data=()
+if [ "$lm_corpus" = files ]; then
+  read -r lm_train lm_valid lm_test <<< "$lm_text"
+  [ -n "$lm_test" ] || { echo "lm_rerank.sh: --lm-corpus files needs --lm-text \"TRAIN VALID TEST\"" >&2; exit 2; }
+  lm_data=(--train-text "$lm_train" --valid-text "$lm_valid" --test-text "$lm_test")
+fi
 run_step "neural LMs" "$lmw/table.md" -- bash "$root/recipes/ptb_lm/run.sh" $qflag --corpus "$lm_corpus" --models "$models" \
-  --threads "$threads" --work "$lmw"
+  --threads "$threads" --work "$lmw" ${lm_data[@]+"${lm_data[@]}"} ${lm_epochs:+--epochs "$lm_epochs"}
 echo "language models: $(( $(date +%s) - t0 )) s"
 lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier")
 

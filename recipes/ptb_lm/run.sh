@@ -2,11 +2,15 @@
 # Penn Treebank language models: KenLM 5-gram + the neural LMs (LSTM 1-3 x 128, RM/RMR, Mogrifier),
 # valid and test perplexity of each (N = words + one </s> per line), one markdown table.
 #   recipes/ptb_lm/run.sh [--quick] [--epochs N] [--work DIR] [--models "lstm-1x128 rm+tM-g ..."]
-#                         [--threads N] [--no-kenlm] [--corpus ptb|multi30k-fr]
+#                         [--threads N] [--no-kenlm] [--corpus ptb|multi30k-fr|files]
+#                         [--train-text F --valid-text F --test-text F]
 # --corpus multi30k-fr: the same models on the target side of the translation experiments, the
 # Moses-tokenized, cased French of Multi30k exactly as recipes/multi30k_enfr prepares it (train /
 # val / test_2016_flickr as train / valid / test), given PTB's closed vocabulary: words seen once
 # in train become <unk> everywhere (closed_vocab.py), so every model sees the same words, no OOV.
+# --corpus files: the same models on any tokenized text, one sentence per line (--train-text, --valid-text,
+# --test-text; --work required), with the same closed vocabulary step as multi30k-fr (the generic
+# experiment recipe gives the target side of its own corpus this way).
 # --quick: 1 epoch on the first 5,000 training sentences (KenLM on the same 5,000), full valid/test.
 # KenLM reads PTB's literal <unk> as the ordinary word _unk_ (lmplz refuses <unk>); the neural LMs
 # have <unk> as an ordinary vocabulary word. A model stream-trained (Mogrifier) is evaluated both as
@@ -20,6 +24,9 @@ models="lstm-1x128 lstm-2x128 lstm-3x128 rm+tM-g rm-tM-l rmr-tM-g mogrifier lstm
 threads=${THREADS:-2}
 kenlm=1
 corpus=ptb
+train_text_in=""
+valid_text_in=""
+test_text_in=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -29,6 +36,9 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --no-kenlm) kenlm=0 ;;
     --corpus) corpus=$2; shift ;;
+    --train-text) train_text_in=$2; shift ;;
+    --valid-text) valid_text_in=$2; shift ;;
+    --test-text) test_text_in=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
   shift
@@ -54,7 +64,18 @@ case "$corpus" in
     train_file=$work/text/train.txt; valid_file=$work/text/valid.txt; test_file=$work/text/test.txt
     data_flags=(--train "$train_file" --valid "$valid_file" --test "$test_file")
     table_flags=(--no-paper) ;;
-  *) echo "unknown --corpus $corpus (ptb or multi30k-fr)" >&2; exit 2 ;;
+  files)
+    [ -n "$work" ] && [ -n "$train_text_in" ] && [ -n "$valid_text_in" ] && [ -n "$test_text_in" ] || \
+      { echo "ptb_lm/run.sh: --corpus files needs --work, --train-text, --valid-text and --test-text" >&2; exit 2; }
+    for f in "$train_text_in" "$valid_text_in" "$test_text_in"; do
+      [ -f "$f" ] || { echo "ptb_lm/run.sh: no such file: $f" >&2; exit 2; }
+    done
+    "$py" "$here/closed_vocab.py" --min-count 2 "$train_text_in" "$valid_text_in" "$test_text_in" \
+      --out-dir "$work/text"
+    train_file=$work/text/train.txt; valid_file=$work/text/valid.txt; test_file=$work/text/test.txt
+    data_flags=(--train "$train_file" --valid "$valid_file" --test "$test_file")
+    table_flags=(--no-paper) ;;
+  *) echo "unknown --corpus $corpus (ptb, multi30k-fr or files)" >&2; exit 2 ;;
 esac
 mkdir -p "$work"
 start=$(date +%s)

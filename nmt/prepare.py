@@ -39,6 +39,7 @@ from nmt.data.tokenize import MosesTokenizer
 from nmt.data.vocab import SentencePieceVocab, Vocabulary
 from nmt.errors import UsageError
 from nmt.data.parallel_tokenize import tokenize_stream
+from nmt.prepare_truecase import model_name as truecase_model_name, truecase_train_split
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ TOKENIZERS = ("moses", "sentencepiece")
 Pair = tuple[str, str]
 #: options added after config.yaml's format was fixed: written there only when not at their default,
 #: so the registry path's outputs stay byte-identical
-_LATER_FIELDS = ("train", "dev", "test", "workers", "sp_sample_lines")
+_LATER_FIELDS = ("train", "dev", "test", "workers", "sp_sample_lines", "truecase")
 
 
 @dataclass
@@ -77,6 +78,8 @@ class PrepareConfig:
     workers: int = field(1, help="tokenizer processes (the output is the same for any number)")
     sp_sample_lines: int | None = field(None, help="SentencePiece: train on a seeded uniform sample of N lines "
                                                    "per language (None = all kept-before-filtering lines)")
+    truecase: bool = field(False, help="Moses truecasing: train truecase-model.<lang> on each tokenized training "
+                                       "side, truecase every split's tokens before the vocabulary (moses only)")
 
 
 def _split_name(spec: str) -> str:
@@ -90,6 +93,8 @@ def _validate(cfg: PrepareConfig) -> None:
         raise ValueError(f"source and target language are both {cfg.src_lang!r}")
     if not 0 <= cfg.min_len <= cfg.max_len:
         raise ValueError(f"need 0 <= min_len <= max_len, got min_len={cfg.min_len}, max_len={cfg.max_len}")
+    if cfg.truecase and cfg.tokenizer != "moses":
+        raise UsageError("--truecase needs --tokenizer moses (Moses truecasing works on Moses tokens)")
     if cfg.workers < 1 or (cfg.sp_sample_lines is not None and cfg.sp_sample_lines < 1):
         raise UsageError("--workers and --sp-sample-lines must be >= 1")
     if not cfg.train:
@@ -244,13 +249,15 @@ def _write_train(cfg: PrepareConfig, out: Path, name: str, split: Split, n_pairs
 
 
 def _write_eval(cfg: PrepareConfig, out: Path, name: str, split: Split, n_pairs: int, tokenizer: dict[str, Any],
-                vocabs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+                vocabs: dict[str, Any], truecasers: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     langs = (cfg.src_lang, cfg.tgt_lang)
     n_tokens, n_unk = [0, 0], [0, 0]
     with ExitStack() as stack:
         fh, names = _split_writers(stack, out, name, langs)
         pairs = tqdm(iter_split_pairs(split, *langs), total=n_pairs, unit=" pairs", desc=name, disable=None)
         for pair, toks in tokenize_stream(pairs, tokenizer, cfg.workers, keep_empty=True):
+            if truecasers:
+                toks = tuple(truecasers[lang](" ".join(toks[side])).split() for side, lang in enumerate(langs))
             for side, lang in enumerate(langs):
                 fh[2 * side].write(pair[side] + "\n")
                 fh[2 * side + 1].write(" ".join(toks[side]) + "\n")
@@ -297,6 +304,11 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
     train_stats, names, counts = _write_train(cfg, out, train_name, train_split, n_train, tokenizer)
     stats["files"] += names
     stats["splits"][train_name] = train_stats
+    truecasers: dict[str, Any] = {}
+    if cfg.truecase:
+        truecasers, counts = truecase_train_split(out, train_name, langs)
+        stats["truecase"] = {lang: truecase_model_name(lang) for lang in langs}
+        stats["files"] += list(stats["truecase"].values())
 
     vocabs: dict[str, Vocabulary | SentencePieceVocab] = {lang: SentencePieceVocab.load(p)
                                                           for lang, p in sp_paths.items()}
@@ -311,7 +323,7 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
                                 "fingerprint": vocabs[lang].fingerprint()}
 
     for (name, split), n_pairs in zip(evals, n_eval):
-        split_stats, names = _write_eval(cfg, out, name, split, n_pairs, tokenizer, vocabs)
+        split_stats, names = _write_eval(cfg, out, name, split, n_pairs, tokenizer, vocabs, truecasers)
         stats["files"] += names
         stats["splits"][name] = split_stats
         if (name, split) == evals[0] and (cfg.dev if cfg.train else cfg.dev_split):

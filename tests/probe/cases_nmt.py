@@ -364,6 +364,31 @@ def _prepare_cases() -> None:
           where=_yaml_where, outputs=lambda ws: [out(ws)])
 
 
+# ------------------------------------------------------------------------------- nmt-truecase
+def _truecase_cases() -> None:
+    prog = "nmt-truecase"
+    out = lambda ws: ws.output("tc.out")  # noqa: E731
+    outs = lambda ws: [out(ws)]  # noqa: E731
+    good = lambda ws: ws.file("tc.in", text(GOOD_SRC))  # noqa: E731
+    model = lambda ws: ws.file("tc.model", "s1 (2/3) S1 (1)\ns2 (1/1)\n")  # noqa: E731
+    apply = lambda inp, mdl=model: lambda ws: ["--model", str(mdl(ws)), "--input", str(inp(ws)),  # noqa: E731
+                                              "--output", str(out(ws))]
+    train = lambda inp: lambda ws: ["--train", str(inp(ws)), "--model", str(out(ws))]  # noqa: E731
+    _NAME, content, line = _NON_UTF8
+    bad = lambda ws: ws.file("tc.in.non-utf8", content)  # noqa: E731
+    _case(prog, "input-non-utf8", apply(bad), where=lambda ws: ("tc.in.non-utf8", line), outputs=outs)
+    _case(prog, "train-non-utf8", train(bad), where=lambda ws: ("tc.in.non-utf8", line), outputs=outs)
+    _case(prog, "train-empty-file", train(lambda ws: ws.file("tc.in.empty", "")),
+          where=lambda ws: ("tc.in.empty", None), outputs=outs)
+    _case(prog, "model-malformed", apply(good, lambda ws: ws.file("tc.model.bad", "s1 (2/3) S1 (1)\ns2 (one)\n")),
+          where=lambda ws: ("tc.model.bad", 2), outputs=outs)
+    _case(prog, "model-missing", apply(good, lambda ws: ws.missing("nope.model")),
+          where=lambda ws: ("nope.model", None), outputs=outs)
+    _case(prog, "output-is-input", lambda ws: [*apply(good)(ws)[:-1], str(good(ws))], where=lambda ws: ("tc.in", None))
+    _case(prog, "config-malformed", lambda ws: [*apply(good)(ws), "--config", str(_bad_yaml(ws))],
+          where=_yaml_where, outputs=outs)
+
+
 _score_cases()
 _translate_cases()
 _evaluate_cases()
@@ -372,3 +397,4 @@ _lm_train_cases()
 _lm_scoring_cases()
 _lm_attention_cases()
 _prepare_cases()
+_truecase_cases()

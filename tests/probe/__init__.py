@@ -7,7 +7,8 @@ input unchanged. ``tests/test_bad_input.py`` runs the cases in-process; ``benchm
 runs them as the installed console scripts and prints the fault × command table.
 
 Cases live in ``cases_nmt.py`` (``nmt-*`` commands), ``cases_smt_train_decode.py`` (phrase training,
-KenLM, decoding, tuning) and ``cases_smt_neural.py`` (rescoring, reranking, inspection, reports).
+KenLM, decoding, tuning), ``cases_smt_reordering.py`` (the reordering table) and ``cases_smt_neural.py``
+(rescoring, reranking, inspection, reports).
 """
 from __future__ import annotations
 
@@ -113,6 +114,7 @@ def judge(case: Case, ws: Workspace, status: int, stderr: str, before: dict[Path
 def all_cases() -> list[Case]:
     from .cases_nmt import CASES as NMT
     from .cases_smt_neural import CASES as SMT_NEURAL
+    from .cases_smt_reordering import CASES as SMT_REORDERING
     from .cases_smt_train_decode import CASES as SMT_TRAIN_DECODE
 
-    return [*NMT, *SMT_TRAIN_DECODE, *SMT_NEURAL]
+    return [*NMT, *SMT_TRAIN_DECODE, *SMT_REORDERING, *SMT_NEURAL]

@@ -11,13 +11,17 @@ Stages, in pipeline order (a stage a later one needs must have run, in this call
 synthesize (synthetic sizes only), prepare (``nmt-prepare`` on plain files), kenlm (``smt-kenlm train``,
 5-gram), phrases (``smt-train-phrases``: eflomal + symmetrization + extraction + scoring), phrases_gold
 (synthetic only: extraction + scoring from the gold alignment, no eflomal), binarize
-(``smt-binarize-table``), nmt_train (``nmt-train --phrase-table``, a few hundred updates of a small model),
-rescore (``smt-rescore``), decode (``smt-decode`` of 100 test sentences, start-up included), tune
-(``smt-tune``, one MERT iteration on 100 dev sentences). A stage whose command or flag does not exist is
+(``smt-binarize-table``), filter (``smt-filter-table`` to the dev and test sources), nmt_train (``nmt-train
+--phrase-table``, a few hundred updates of a small model, ``--nmt-flags``: the table read as a stream by
+default), rescore (``smt-rescore`` of the filtered table when the filter stage ran, else the whole table),
+decode (``smt-decode`` of 100 test sentences with the binarized table when the binarize stage ran, start-up
+included; the decoder's own load time is recorded too), tune (``smt-tune``, one MERT iteration on 100 dev
+sentences, its default ``--filter-table``). A stage whose command or flag does not exist is
 recorded as "not available". Each stage keeps its work dir ``OUT/SIZE/STAGE/`` (``cmd.txt``, ``log.txt``,
 ``time.txt``); results accumulate in ``OUT/scaling.json`` and ``OUT/scaling.md`` (a stage already
 measured is skipped unless ``--redo``). Peak RSS is ``/usr/bin/time``'s "Maximum resident set size": the
-largest single process of the stage (children included one at a time, not summed).
+largest single process of the stage (children included one at a time, not summed); ``peak_rss_by_program``
+breaks it down by program (``/proc`` sampled every 0.2 s: e.g. ``python``, ``eflomal``, ``sort``, ``lmplz``).
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("BIN", ROOT / ".venv" / "bin"))
 DATA = Path(os.environ.get("MT_DATA", ROOT.parent / "shared" / "data"))
-STAGES = ["synthesize", "prepare", "kenlm", "phrases", "phrases_gold", "binarize", "nmt_train", "rescore",
+STAGES = ["synthesize", "prepare", "kenlm", "phrases", "phrases_gold", "binarize", "filter", "nmt_train", "rescore",
           "decode", "tune"]
 REAL = {"29k", "216k"}
 
@@ -126,6 +130,21 @@ class Run:
                 return self.stage_dir(stage) / "phrase-table.gz", ini
         raise NotAvailable("needs stage phrases or phrases_gold (no moses.ini)")
 
+    def binarized_ini(self, ini: Path, w: Path) -> Path:
+        """A moses.ini in ``w`` whose table is a link to the trained one with the binarize stage's sidecar beside
+        it (the decoder opens ``T.gz.bin`` next to the ``T.gz`` it is given), or ``ini`` itself (no sidecar)."""
+        table, _ = self.table()
+        sidecar = self.stage_dir("binarize") / "phrase-table.gz.bin"
+        if not sidecar.exists():
+            return ini
+        (w / "phrase-table.gz").symlink_to(table.resolve())
+        (w / "phrase-table.gz.bin").symlink_to(sidecar.resolve())
+        text = ini.read_text(encoding="utf-8").replace(f"path={table.resolve()}", f"path={w / 'phrase-table.gz'}")
+        if f"path={w / 'phrase-table.gz'}" not in text:
+            raise NotAvailable(f"{ini} does not name {table.resolve()}")
+        (w / "moses.ini").write_text(text, encoding="utf-8")
+        return w / "moses.ini"
+
     def command(self, stage: str, w: Path) -> list[str]:
         a = self.args
         if stage == "synthesize":
@@ -170,23 +189,31 @@ class Run:
             table, _ = self.table()
             return [tool("smt-binarize-table"), "--table", str(table), "--output", str(w / "phrase-table.gz.bin"),
                     "--progress", "false"]
+        if stage == "filter":
+            table, _ = self.table()
+            return [tool("smt-filter-table"), "--table", str(table), "--input", str(self.text("dev", "en")),
+                    str(self.text("test", "en")), "--output", str(w / "phrase-table.filtered.gz")]
         if stage == "nmt_train":
             table, _ = self.table()
+            extra = shlex.split(a.nmt_flags)
             prep = self.stage_dir("prepare")
             self.done("prepare", "vocab.en.tsv")
             return [tool("nmt-train"), "--data-dir", str(prep), "--dev-src", str(prep / "dev.tok.en"),
                     "--dev-tgt", str(prep / "dev.tok.fr"), "--phrase-table", str(table), "--out-dir", str(w),
                     "--emb-dim", "64", "--hidden-dim", "128", "--maxout-units", "64", "--max-updates",
                     str(a.nmt_updates), "--eval-every", str(a.nmt_updates), "--threads", str(a.threads),
-                    "--device", "cpu", "--progress", "false"]
+                    "--device", "cpu", "--progress", "false"] + extra
         if stage == "rescore":
             table, _ = self.table()
+            filtered = self.stage_dir("filter") / "phrase-table.filtered.gz"
+            table = filtered if filtered.exists() else table
             model = self.done("nmt_train", "")
             return [tool("smt-rescore"), "--table", str(table), "--model", str(model), "--output",
                     str(w / "phrase-table.rnn.gz"), "--threads", str(a.threads), "--progress", "false"]
         if stage == "decode":
             _, ini = self.table()
             src = head(self.text("test", "en"), w / "input.en", a.decode_lines)
+            ini = self.binarized_ini(ini, w)
             return [tool("smt-decode"), "-f", str(ini), "--input", str(src), "--output", str(w / "output.fr"),
                     "--threads", str(a.threads)]
         if stage == "tune":
@@ -214,6 +241,39 @@ def parse_time(path: Path) -> dict[str, float]:
     return out
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (from ``/proc/*/stat``)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat", encoding="utf-8", errors="replace") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _sample_rss(pid: int, peaks: dict[str, float]) -> None:
+    """Raise ``peaks[program]`` (MiB) to the current RSS of every process of the tree under ``pid``."""
+    for p in _descendants(pid):
+        try:
+            with open(f"/proc/{p}/status", encoding="utf-8", errors="replace") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        name = status.get("Name", "?").strip()
+        rss = status.get("VmRSS", "").strip().split()
+        if name != "time" and rss:
+            peaks[name] = max(peaks.get(name, 0.0), round(int(rss[0]) / 1024, 1))
+
+
 def measure(run: Run, stage: str) -> dict[str, object]:
     """Run one stage under /usr/bin/time -v (and the --stage-timeout); its record."""
     w = run.stage_dir(stage)
@@ -232,8 +292,16 @@ def measure(run: Run, stage: str) -> dict[str, object]:
     t0 = time.monotonic()
     with open(w / "log.txt", "wb") as log:
         proc = subprocess.Popen(full, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        peaks: dict[str, float] = {}
         try:
-            rc = proc.wait(timeout=run.args.stage_timeout)
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    _sample_rss(proc.pid, peaks)
+                    if time.monotonic() - t0 > run.args.stage_timeout:
+                        raise
             status = "ok" if rc == 0 else f"failed (exit {rc})"
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -246,6 +314,10 @@ def measure(run: Run, stage: str) -> dict[str, object]:
     record: dict[str, object] = {"status": status, "command": shlex.join(cmd),
                                  "wall_s": round(time.monotonic() - t0, 2)}
     record.update(parse_time(w / "time.txt"))
+    record["peak_rss_by_program"] = dict(sorted(peaks.items(), key=lambda kv: -kv[1]))
+    load = re.search(r"\[smt-decode\] loaded .* in ([\d.]+) s", (w / "log.txt").read_text(errors="replace"))
+    if load:
+        record["decoder_load_s"] = float(load.group(1))
     train = run.text("train", "en")
     if train.exists():
         record["train_pairs"] = lines(train)
@@ -257,10 +329,20 @@ def _ratio(value: object, ref: object) -> str:
         and ref else ""
 
 
+def _programs(r: dict[str, object]) -> str:
+    """The three largest programs of a stage by peak RSS (and the decoder's own load time)."""
+    peaks = r.get("peak_rss_by_program") or {}
+    text = ", ".join(f"{name} {mib:g}" for name, mib in list(peaks.items())[:3]) if isinstance(peaks, dict) else ""
+    if "decoder_load_s" in r:
+        text += f"; decoder load {r['decoder_load_s']} s"
+    return text
+
+
 def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
     """The table; the ratios are against the same stage at the smallest size measured ok (same machine)."""
-    out = ["| size | stage | status | train pairs | wall (s) | peak RSS (MiB) | wall / ref | RSS / ref | command |",
-           "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    out = ["| size | stage | status | train pairs | wall (s) | peak RSS (MiB) | wall / ref | RSS / ref | "
+           "largest programs (MiB) | command |",
+           "|---|---|---|---:|---:|---:|---:|---:|---|---|"]
     ref: dict[str, dict[str, object]] = {}
     for size in sorted(results, key=pairs_of):
         for stage, r in results[size].items():
@@ -275,7 +357,8 @@ def markdown(results: dict[str, dict[str, dict[str, object]]]) -> str:
             cmd = f"`{r['command']}`" if "command" in r else ""
             out.append(f"| {size} | {stage} | {status} | {r.get('train_pairs', '')} | {r.get('wall_s', '')} | "
                        f"{r.get('peak_rss_mib', '')} | {_ratio(r.get('wall_s'), ref.get(stage, {}).get('wall_s'))} | "
-                       f"{_ratio(r.get('peak_rss_mib'), ref.get(stage, {}).get('peak_rss_mib'))} | {cmd} |")
+                       f"{_ratio(r.get('peak_rss_mib'), ref.get(stage, {}).get('peak_rss_mib'))} | "
+                       f"{_programs(r)} | {cmd} |")
     return "\n".join(out) + "\n"
 
 
@@ -291,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kenlm-flags", default="", help="extra smt-kenlm train flags (e.g. --discount-fallback)")
     p.add_argument("--phrases-flags", default="", help="extra smt-train-phrases flags (e.g. a streaming knob)")
     p.add_argument("--nmt-updates", type=int, default=200)
+    p.add_argument("--nmt-flags", default="--stream-buffer 100000",
+                   help="extra nmt-train flags (default: the table read as a stream, windows of 100k pairs)")
     p.add_argument("--decode-lines", type=int, default=100)
     p.add_argument("--tune-lines", type=int, default=100)
     p.add_argument("--redo", action="store_true", help="measure stages again even if recorded")

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -60,9 +59,11 @@ from smt_features.model.weights import Weights, parse_ranges, value_names
 from smt_features.tune.bleu_stats import bleu_from_stats
 from smt_features.tune.decoding import decode, decoder_command, one_best_from_nbest
 from smt_features.tune.filtered import decoding_model
-from smt_features.tune.mert import MertOptions, mert, normalise_l1
+from smt_features.tune.mert import mert, normalise_l1
+from smt_features.tune.optimizers import OPTIMIZERS, optimise_step, record_key
 from smt_features.tune.options import TuneConfig, TuneResult
 from smt_features.tune.pool import NBestPool
+from smt_features.tune.start import DEFAULT_SEED, random_start, tuneable_groups
 from smt_features.tune.state import STATE_FILE, RunState
 
 log = logging.getLogger("smt_features.tune")
@@ -103,6 +104,8 @@ def tune(cfg: TuneConfig) -> TuneResult:
         raise UsageError("--nbest, --max-iterations and --threads must be >= 1, --restarts >= 0")
     if cfg.weights_mode not in ("ini", "override"):
         raise UsageError(f"--weights-mode must be 'ini' or 'override', not {cfg.weights_mode!r}")
+    if cfg.optimizer not in OPTIMIZERS:
+        raise UsageError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, not {cfg.optimizer!r}")
     ranges = parse_ranges(cfg.ranges)
     work = Path(cfg.work_dir)
     state_path = work / STATE_FILE
@@ -123,8 +126,10 @@ def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple
     state = RunState.load_or_new(state_path, cfg)
     nmt_config.save(cfg, work / "config.yaml")
     resumed = bool(state.iterations)
-    log.info("smt-tune: %d dev sentences, n-best %d, at most %d iterations, %d restarts, seed %d%s",
-             len(refs), cfg.nbest, cfg.max_iterations, cfg.restarts, cfg.seed,
+    log.info("smt-tune: %d dev sentences, n-best %d, at most %d iterations, %d restarts, seed %d%s%s",
+             len(refs), cfg.nbest, cfg.max_iterations, cfg.restarts, DEFAULT_SEED if cfg.seed is None else cfg.seed,
+             "" if cfg.seed is None and cfg.optimizer == "mert" else
+             f" (random first start: {cfg.seed is not None}, optimizer {cfg.optimizer})",
              f" (resuming after {len(state.iterations)} iteration(s))" if resumed else "")
     pool = NBestPool(refs, ref_length=cfg.ref_length)
     weights: dict[str, list[float]] = Weights(base.weights)
@@ -138,6 +143,9 @@ def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple
             rec = state.iterations[it - 1]
             weights = rec["weights"]
         else:
+            if it == 1 and cfg.seed is not None:
+                weights = random_start(weights, tuneable_groups(base), cfg.seed, fixed=cfg.fixed, ranges=ranges)
+                log.info("iteration 1: random start from seed %d: %s", cfg.seed, Weights(weights).override_string())
             rec = {"iteration": it, "weights": weights}
             state.iterations.append(rec)
             state.save()
@@ -170,22 +178,17 @@ def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple
             log.info("iteration %d: no new hypotheses: stop", it)
             break
         # ---- optimise
-        if "mert" in rec:
-            new_weights = rec["mert"]["weights"]
-            log.info("iteration %d: MERT already done (resumed): BLEU %.2f", it, rec["mert"]["bleu"])
+        key = record_key(cfg)
+        if key in rec:
+            new_weights = rec[key]["weights"]
+            log.info("iteration %d: %s already done (resumed): BLEU %.2f", it, OPTIMIZERS[cfg.optimizer],
+                     rec[key]["bleu"])
         else:
-            opts = MertOptions(restarts=cfg.restarts, random_directions=cfg.random_directions, seed=cfg.seed + it,
-                               fixed=cfg.fixed, ranges=ranges, clip_to_ranges=cfg.clip_to_ranges, tol=cfg.tol,
-                               progress=sys.stderr.isatty())
-            res = mert(pool, current, opts)
-            new_weights = Weights.from_vector(res.weights, layout, base=weights)
-            rec["mert"] = {"bleu": res.bleu, "init_bleu": res.init_bleu, "best_start": res.best_start,
-                           "line_searches": res.line_searches, "seconds": round(res.seconds, 3),
-                           "weights": new_weights}
+            step = optimise_step(cfg, pool, current, it, ranges, mert_fn=mert)
+            new_weights = Weights.from_vector(step.weights, layout, base=weights)
+            rec[key] = {**step.record, "weights": new_weights}
             state.save()
-            log.info("iteration %d: MERT BLEU %.2f on the pool of %d candidates (%.2f at the current weights; "
-                     "best of %d starts: #%d) | %d line searches, %.1f s", it, res.bleu, len(pool), res.init_bleu,
-                     len(res.start_bleus), res.best_start, res.line_searches, res.seconds)
+            log.info("iteration %d: %s", it, step.message)
         vec_new = np.array(Weights(new_weights).to_vector(layout, where="MERT"), dtype=np.float64)
         log.info("iteration %d: weights %s", it, " ".join(f"{n}={v:.6g}" for n, v in
                                                           zip(value_names(layout), vec_new)))

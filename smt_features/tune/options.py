@@ -17,7 +17,10 @@ class TuneConfig:
     restarts: int = field(20, help="random starting points of each MERT run (besides the current weights)")
     random_directions: int = field(0, help="random search directions per MERT round, besides the coordinate ones")
     threads: int = field(2, help="decoder threads (--threads of the decoder)")
-    seed: int = field(1, help="seed of the random restarts (iteration i uses seed + i)")
+    seed: int | None = field(None, help="experiment run's seed: the first iteration starts from random weights "
+                                        "drawn from it (uniform in --ranges, Σ|λ| = 1) and iteration i's optimiser "
+                                        "uses seed + i (MERT's restarts, kbMIRA's shuffling, PRO's sampling); "
+                                        "unset: start from the moses.ini weights, iteration i uses seed 1 + i")
     decoder_cmd: str = field("smt-decode", help="decoder command (split like a shell would)")
     decoder_flags: str = field("", help="extra flags appended to every decoder call (split like a shell would; "
                                         "write --decoder-flags='--stack 100')")
@@ -36,6 +39,8 @@ class TuneConfig:
     tol: float = field(1e-3, help="MERT stops a start when BLEU (percent) improves less than this")
     filter_table: bool = field(True, help="filter the phrase table to the dev set's phrases once (WORK/filtered/), "
                                           "so no iteration's decoder reads the whole table; same results")
+    optimizer: str = field("mert", help="optimiser of each iteration: mert (Och, Moses mert), kbmira (k-best batch "
+                                        "MIRA, Cherry & Foster 2012) or pro (Hopkins & May 2011)")
 
 
 @dataclass

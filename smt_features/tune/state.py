@@ -13,7 +13,7 @@ STATE_FILE = "iterations.json"
 STATE_VERSION = 1
 #: options that must not change when a run is resumed
 RESUME_KEYS = ("moses_ini", "dev_src", "dev_ref", "nbest", "seed", "restarts", "random_directions", "ref_length",
-               "fixed", "ranges", "clip_to_ranges")
+               "fixed", "ranges", "clip_to_ranges", "optimizer")
 
 
 class RunState:
@@ -30,7 +30,8 @@ class RunState:
             if data.get("version") != STATE_VERSION:
                 raise ValueError(f"{path}: unknown state version {data.get('version')}")
             saved = data.get("config", {})
-            changed = [k for k in RESUME_KEYS if k in saved and saved[k] != asdict(cfg)[k]]
+            now = asdict(cfg)
+            changed = [k for k in RESUME_KEYS if k in saved and _resume_value(k, saved[k]) != _resume_value(k, now[k])]
             if changed:
                 raise ValueError(f"{path}: cannot resume, options changed since the run started: "
                                  + ", ".join(f"{k} {saved[k]!r} -> {asdict(cfg)[k]!r}" for k in changed))
@@ -46,3 +47,9 @@ class RunState:
         with atomic_write(self.path) as fh:
             json.dump(self.data, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
+
+
+def _resume_value(key: str, value: Any) -> Any:
+    """No ``--seed`` and ``--seed 1`` resume alike: both use seed 1 + i, and the first iteration's
+    weights (random with a seed) are in the record before anything else is."""
+    return 1 if key == "seed" and value is None else value

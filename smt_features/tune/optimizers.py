@@ -1,0 +1,76 @@
+"""One optimisation step of ``smt-tune`` on the merged pool: MERT, k-best batch MIRA or PRO (``--optimizer``).
+
+* ``mert`` (default): :func:`smt_features.tune.mert.mert` from the current
+  weights plus ``--restarts`` random points (Moses ``mert``);
+* ``kbmira``: :func:`smt_features.tune.kbmira.kbmira` from the current
+  weights (Moses ``kbmira``: C = 0.01, decay 0.999, 60 passes);
+* ``pro``: :func:`smt_features.tune.pro.pro`, interpolated with the current
+  weights (Moses ``pro`` + megam: Γ = 5000, α = 0.05, Ξ = 50, ψ = 0.1).
+
+Iteration ``i`` seeds the optimiser with :func:`smt_features.tune.start.iteration_seed`.
+The record (``iterations.json``, under the optimiser's name) and the log line
+are made here; the MERT ones are exactly those of before.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from smt_features.tune.kbmira import KbMiraOptions, kbmira
+from smt_features.tune.mert import MertOptions, mert
+from smt_features.tune.options import TuneConfig
+from smt_features.tune.pool import NBestPool
+from smt_features.tune.pro import ProOptions, pro
+from smt_features.tune.start import iteration_seed
+
+OPTIMIZERS = {"mert": "MERT", "kbmira": "kbMIRA", "pro": "PRO"}
+
+
+@dataclass
+class StepResult:
+    weights: np.ndarray
+    record: dict[str, Any]  # the iteration's record (without the weights)
+    message: str  # the log line, without the "iteration i: " prefix
+
+
+def record_key(cfg: TuneConfig) -> str:
+    """The key of an iteration's optimiser record in ``iterations.json`` (``mert`` for MERT, as before)."""
+    return cfg.optimizer
+
+
+def optimise_step(cfg: TuneConfig, pool: NBestPool, current: np.ndarray, iteration: int,
+                  ranges: dict[str, tuple[float, float]], *, mert_fn: Callable[..., Any] = mert) -> StepResult:
+    """Run ``cfg.optimizer`` on the pool from ``current`` (see the module docstring); ``mert_fn``: the
+    MERT function (the loop passes its own name, so a test can replace it there)."""
+    seed = iteration_seed(cfg.seed, iteration)
+    if cfg.optimizer == "mert":
+        opts = MertOptions(restarts=cfg.restarts, random_directions=cfg.random_directions, seed=seed,
+                           fixed=cfg.fixed, ranges=ranges, clip_to_ranges=cfg.clip_to_ranges, tol=cfg.tol,
+                           progress=sys.stderr.isatty())
+        res = mert_fn(pool, current, opts)
+        rec = {"bleu": res.bleu, "init_bleu": res.init_bleu, "best_start": res.best_start,
+               "line_searches": res.line_searches, "seconds": round(res.seconds, 3)}
+        msg = (f"MERT BLEU {res.bleu:.2f} on the pool of {len(pool)} candidates ({res.init_bleu:.2f} at the "
+               f"current weights; best of {len(res.start_bleus)} starts: #{res.best_start}) | "
+               f"{res.line_searches} line searches, {res.seconds:.1f} s")
+        return StepResult(res.weights, rec, msg)
+    if cfg.optimizer == "kbmira":
+        kres = kbmira(pool, current, KbMiraOptions(seed=seed, fixed=cfg.fixed))
+        rec = {"bleu": kres.bleu, "init_bleu": kres.init_bleu, "best_epoch": kres.best_epoch,
+               "updates": kres.updates, "seconds": round(kres.seconds, 3)}
+        msg = (f"kbMIRA BLEU {kres.bleu:.2f} on the pool of {len(pool)} candidates ({kres.init_bleu:.2f} at the "
+               f"current weights; averaged weights of pass {kres.best_epoch}) | {kres.updates} updates, "
+               f"{kres.seconds:.1f} s")
+        return StepResult(kres.weights, rec, msg)
+    if cfg.optimizer == "pro":
+        pres = pro(pool, current, ProOptions(seed=seed, fixed=cfg.fixed))
+        rec = {"bleu": pres.bleu, "init_bleu": pres.init_bleu, "pairs": pres.pairs,
+               "seconds": round(pres.seconds, 3)}
+        msg = (f"PRO BLEU {pres.bleu:.2f} on the pool of {len(pool)} candidates ({pres.init_bleu:.2f} at the "
+               f"current weights) | {pres.pairs} pairs, {pres.seconds:.1f} s")
+        return StepResult(pres.weights, rec, msg)
+    raise ValueError(f"unknown optimizer {cfg.optimizer!r}; known: {' '.join(OPTIMIZERS)}")

@@ -1,0 +1,137 @@
+"""PRO, pairwise ranking optimisation (Hopkins & May 2011), on the merged pool, as Moses's ``pro`` + megam.
+
+For each dev sentence, ``samples`` (Γ = 5000) candidate pairs are drawn
+uniformly with replacement (seeded); pairs whose sentence BLEU+1 differs by
+at most ``min_diff`` (α = 0.05, BLEU as a fraction) are dropped, and the
+``keep`` (Ξ = 50) pairs with the largest difference are kept. Each kept pair
+``(a, b)`` gives two examples, ``h_a − h_b`` with label ``sign(BLEU_a − BLEU_b)``
+and its negation. A logistic regression without bias (Moses runs ``megam
+-fvals -maxi 30 -nobias binary``) is fitted by Newton's method (at most
+``max_iterations`` = 30 steps, a small L2 term ``l2`` so separable data has a
+finite optimum). The result is normalised to Σ|λ| = 1 and interpolated with
+the (normalised) current weights: ``ψ·w_pro + (1 − ψ)·w_current``, ψ =
+``interpolation`` = 0.1 (Hopkins & May §4). Sentence BLEU+1 is Moses's
+``smoothedSentenceBleu``: +1 on the matches and n-grams of *every* order,
+no smoothing of the brevity penalty. Features in ``fixed`` keep their weight
+(their column is left out of the regression).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from smt_features.model.weights import value_indices
+from smt_features.tune.bleu_stats import ORDER
+from smt_features.tune.mert import normalise_l1
+from smt_features.tune.pool import NBestPool, PoolArrays
+
+
+@dataclass
+class ProOptions:
+    """Options of :func:`pro` (the paper's and Moses's settings; see the module docstring)."""
+
+    samples: int = 5000
+    min_diff: float = 0.05
+    keep: int = 50
+    interpolation: float = 0.1
+    max_iterations: int = 30
+    l2: float = 1e-4
+    seed: int = 1
+    fixed: Sequence[str | int] = ()
+
+
+@dataclass
+class ProResult:
+    weights: np.ndarray
+    bleu: float  # corpus BLEU (percent) of the pool's 1-bests under ``weights``
+    init_bleu: float
+    pairs: int  # kept pairs (each gives two examples)
+    seconds: float
+
+
+def bleu_plus_one(stats: np.ndarray) -> np.ndarray:
+    """Moses's ``smoothedSentenceBleu`` (smoothing 1, every order; a fraction) of each row of ``stats``."""
+    m = stats[:, 0:2 * ORDER:2] + 1.0
+    t = stats[:, 1:2 * ORDER:2] + 1.0
+    logbleu = (np.log(m) - np.log(t)).mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        brevity = 1.0 - stats[:, 2 * ORDER] / stats[:, 1]
+    brevity = np.where(np.isfinite(brevity), brevity, -np.inf)
+    return np.exp(logbleu + np.minimum(brevity, 0.0))
+
+
+def sample_pairs(arrays: PoolArrays, opts: ProOptions, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The kept pairs' feature differences ``(n, D)`` and labels ``(n,)`` (both directions)."""
+    bleu = bleu_plus_one(arrays.stats)
+    diffs, labels = [], []
+    for s in range(arrays.num_sentences):
+        lo, hi = int(arrays.offsets[s]), int(arrays.offsets[s + 1])
+        if hi - lo < 2:
+            continue
+        a = rng.integers(lo, hi, size=opts.samples)
+        b = rng.integers(lo, hi, size=opts.samples)
+        gap = bleu[a] - bleu[b]
+        ok = np.flatnonzero(np.abs(gap) > opts.min_diff)
+        if ok.size == 0:
+            continue
+        top = ok[np.argsort(-np.abs(gap[ok]), kind="stable")[:opts.keep]]
+        d = arrays.features[a[top]] - arrays.features[b[top]]
+        y = np.sign(gap[top])
+        diffs += [d, -d]
+        labels += [y, -y]
+    if not diffs:
+        return np.zeros((0, arrays.features.shape[1])), np.zeros(0)
+    return np.concatenate(diffs), np.concatenate(labels)
+
+
+def logistic_regression(x: np.ndarray, y: np.ndarray, max_iterations: int = 30, l2: float = 1e-4) -> np.ndarray:
+    """Weights of ``P(y = +1 | x) = σ(w·x)`` (no bias, labels ±1) by Newton's method with an L2 term."""
+    n, dim = x.shape
+    w = np.zeros(dim)
+    reg = l2 * max(n, 1)
+    for _ in range(max_iterations):
+        margin = y * (x @ w)
+        p = 1.0 / (1.0 + np.exp(np.clip(margin, -500, 500)))  # σ(−margin)
+        grad = -(x * (y * p)[:, None]).sum(axis=0) + reg * w
+        hess = (x * (p * (1 - p))[:, None]).T @ x + reg * np.eye(dim)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return w
+
+
+def pro(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: ProOptions | None = None, *,
+        feature_names: Sequence[str] | None = None) -> ProResult:
+    """PRO over the pool, interpolated with ``init_weights`` (see the module docstring)."""
+    opts = options or ProOptions()
+    t0 = time.perf_counter()
+    arrays = pool.arrays() if isinstance(pool, NBestPool) else pool
+    names = list(pool.feature_names or []) if isinstance(pool, NBestPool) else \
+        list(feature_names or [f"F{i}" for i in range(arrays.features.shape[1])])
+    dim = arrays.features.shape[1]
+    w0 = np.asarray(init_weights, dtype=np.float64).copy()
+    if w0.shape != (dim,):
+        raise ValueError(f"{w0.size} initial weights for {dim} features")
+    fixed = value_indices(opts.fixed, names)
+    free = np.array([i for i in range(dim) if i not in fixed], dtype=np.int64)
+    if free.size == 0:
+        raise ValueError("every feature is fixed: nothing to tune")
+    rng = np.random.default_rng(opts.seed)
+    x, y = sample_pairs(arrays, opts, rng)
+    init_bleu = arrays.bleu(w0)
+    if len(y) == 0:  # no pair differs enough: keep the weights
+        return ProResult(w0, init_bleu, init_bleu, 0, time.perf_counter() - t0)
+    scale_free = not any(w0[i] != 0.0 for i in fixed)
+    learned = w0.copy()
+    learned[free] = logistic_regression(x[:, free], y, opts.max_iterations, opts.l2)
+    if scale_free:
+        new = opts.interpolation * normalise_l1(learned) + (1 - opts.interpolation) * normalise_l1(w0)
+        new = normalise_l1(new)
+    else:  # a fixed weight sets the scale: interpolate the free weights as they are
+        new = w0.copy()
+        new[free] = opts.interpolation * learned[free] + (1 - opts.interpolation) * w0[free]
+    return ProResult(new, arrays.bleu(new), init_bleu, len(y) // 2, time.perf_counter() - t0)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 
 from nmt.data.io import DataError, atomic_write, iter_lines, iter_parallel
 
@@ -64,10 +65,15 @@ def report_unaligned(links: Sequence[Links], lengths: Sequence[tuple[int, int]],
                      where: PathLike = "the corpus") -> list[int]:
     """Log the pairs with words on both sides but not one alignment link (they give no phrase pairs)."""
     bare = [k for k, (a, (sl, tl)) in enumerate(zip(links, lengths)) if sl and tl and not a]
+    report_bare(bare, where)
+    return bare
+
+
+def report_bare(bare: Sequence[int], where: PathLike = "the corpus") -> None:
+    """Log the 0-based pairs ``bare`` that have words on both sides but no alignment link."""
     if bare:
         log.warning("%s: %d sentence pair(s) without any alignment link (line(s) %s): they give no phrase pairs",
                     where, len(bare), some_lines(bare))
-    return bare
 
 
 # --------------------------------------------------------------------------- Pharaoh format
@@ -223,6 +229,18 @@ def can_fork() -> bool:
     import multiprocessing
 
     return "fork" in multiprocessing.get_all_start_methods()
+
+
+def ordered_map(pool, func, tasks: Iterable, window: int) -> Iterator:
+    """``pool.imap(func, tasks)`` with at most ``window`` tasks in flight (``imap`` would read ``tasks``
+    to the end at once, holding them all): results in task order, memory bounded by ``window``."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(pool.apply_async(func, (task,)))
+        if len(pending) >= window:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
 
 
 def _symmetrize_chunk(args: tuple) -> list[Links]:

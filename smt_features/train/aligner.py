@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from itertools import islice
 
-from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, Links, PathLike, long_pairs,
-                                      parse_pharaoh, read_tokenized_parallel, some_lines, symmetrize_corpus,
-                                      write_alignments)
+from nmt.data.io import atomic_write, iter_parallel
+
+from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, Links, PathLike, _symmetrize_chunk,
+                                      can_fork, fork_pool, format_pharaoh, long_pairs, ordered_map, parse_pharaoh,
+                                      read_tokenized_parallel, some_lines, symmetrize_corpus, write_alignments)
 
 log = logging.getLogger(__name__)
 
@@ -143,3 +148,156 @@ def align_files(src_path: PathLike, tgt_path: PathLike, out_path: PathLike, *,
         write_alignments(reverse_out, reverse)
     write_alignments(out_path, links)
     return links
+
+
+# --------------------------------------------------------------------------- streamed: files in, files out
+
+#: Sentence pairs per symmetrization task of :func:`symmetrize_files`.
+SYMMETRIZE_CHUNK = 5000
+
+
+def write_eflomal_texts(pairs: Iterable[tuple[str, str]], src_file: PathLike, tgt_file: PathLike,
+                        lowercase: bool) -> int:
+    """eflomal's input files for both sides, as a stream; returns the number of pairs.
+
+    The bytes of ``eflomal.cython.read_text`` + ``write_text`` (header ``sentences vocabulary``, then
+    ``length id...`` per sentence, ids by first occurrence, ``0`` for an empty sentence or one of
+    :data:`EFLOMAL_MAX_TOKENS` tokens or more); only the vocabularies are held.
+    """
+    vocabs: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    n = 0
+    with open(f"{src_file}.body", "w", encoding="ascii") as src_body, \
+            open(f"{tgt_file}.body", "w", encoding="ascii") as tgt_body:
+        bodies = (src_body, tgt_body)
+        for pair in pairs:
+            n += 1
+            for text, vocab, body in zip(pair, vocabs, bodies):
+                ids = [vocab.setdefault(tok, len(vocab)) for tok in (text.lower() if lowercase else text).split()]
+                if not ids or len(ids) >= EFLOMAL_MAX_TOKENS:
+                    body.write("0\n")
+                else:
+                    body.write(f"{len(ids)} {' '.join(map(str, ids))}\n")
+    for name, vocab in ((src_file, vocabs[0]), (tgt_file, vocabs[1])):
+        with open(name, "wb") as out, open(f"{name}.body", "rb") as body:
+            out.write(f"{n} {len(vocab)}\n".encode("ascii"))
+            shutil.copyfileobj(body, out, 1 << 20)
+        os.unlink(f"{name}.body")
+    return n
+
+
+def eflomal_align_files(src_path: PathLike, tgt_path: PathLike, lengths: Sequence[tuple[int, int]],
+                        fwd_out: PathLike, rev_out: PathLike, *, lowercase: bool = True,
+                        options: EflomalOptions | None = None, chunk_pairs: int = 0,
+                        tmp_dir: PathLike | None = None) -> None:
+    """eflomal on two checked tokenized files (``lengths``: their pairs), links written to two files.
+
+    The inputs are written as streams (:func:`write_eflomal_texts`); the eflomal binary holds its
+    input as integers. ``chunk_pairs`` > 0 aligns independent chunks of that many pairs, one after the
+    other (each chunk's statistics only: less memory for the binary, somewhat worse alignments).
+    """
+    from eflomal import cython as efc  # eflomal 2.0: align
+
+    opts = options or EflomalOptions()
+    too_long = long_pairs(lengths)
+    if too_long:
+        log.warning("eflomal does not align sentences of %d or more tokens: %d sentence pair(s) left unaligned "
+                    "(line(s) %s)", EFLOMAL_MAX_TOKENS, len(too_long), some_lines(too_long))
+    n = len(lengths)
+    size = chunk_pairs if chunk_pairs > 0 else max(1, n)
+    pairs = iter_parallel(src_path, tgt_path)
+    with tempfile.TemporaryDirectory(prefix="eflomal.", dir=tmp_dir) as tmp, \
+            open(fwd_out, "wb") as fwd_all, open(rev_out, "wb") as rev_all:
+        src_file, tgt_file = os.path.join(tmp, "src.eflomal"), os.path.join(tmp, "tgt.eflomal")
+        fwd_file, rev_file = os.path.join(tmp, "links.fwd"), os.path.join(tmp, "links.rev")
+        for lo in range(0, n, size):
+            write_eflomal_texts(islice(pairs, size), src_file, tgt_file, lowercase)
+            efc.align(src_file, tgt_file, links_filename_fwd=fwd_file, links_filename_rev=rev_file,
+                      model=opts.model, n_iterations=opts.n_iterations, n_samplers=opts.n_samplers,
+                      quiet=opts.quiet, rel_iterations=opts.rel_iterations, null_prior=opts.null_prior)
+            for name, out in ((fwd_file, fwd_all), (rev_file, rev_all)):
+                if not os.path.exists(name):
+                    raise AlignmentError(f"eflomal wrote no {os.path.basename(name)} (binary failed?)")
+                with open(name, "rb") as fh:
+                    shutil.copyfileobj(fh, out, 1 << 20)
+                os.unlink(name)
+            if n > size:
+                log.info("eflomal: pairs %d-%d of %d aligned", lo + 1, min(n, lo + size), n)
+
+
+@dataclass
+class SymmetrizedSummary:
+    """What :func:`symmetrize_files` saw: links written, pairs with words but no link, long pairs skipped."""
+
+    links: int = 0
+    bare: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+
+
+def _link_chunks(fwd_path: PathLike, rev_path: PathLike, lengths: Sequence[tuple[int, int]], method: str,
+                 directional: list) -> Iterator[tuple]:
+    """Symmetrization tasks of :data:`SYMMETRIZE_CHUNK` pairs from the two link files read in lockstep."""
+    n = len(lengths)
+    with open(fwd_path, encoding="utf-8") as fwd, open(rev_path, encoding="utf-8") as rev:
+        lo = 0
+        while True:
+            parsed = []
+            for fh, what, out in ((fwd, "forward", directional[0]), (rev, "reverse", directional[1])):
+                links: list[Links] = []
+                for k, line in enumerate(islice(fh, SYMMETRIZE_CHUNK), start=lo):
+                    if k >= n:
+                        raise AlignmentError(f"eflomal {what} links: more lines than the {n} sentence pairs")
+                    try:
+                        links.append(parse_pharaoh(line, *lengths[k]))
+                    except ValueError as err:
+                        raise AlignmentError(f"eflomal {what} links, line {k + 1}: {err}") from None
+                if out is not None:
+                    out.writelines(f"{format_pharaoh(a)}\n" for a in links)
+                parsed.append(links)
+            got = min(len(parsed[0]), len(parsed[1]))
+            if got < SYMMETRIZE_CHUNK and lo + got < n:
+                what = "forward" if len(parsed[0]) == got else "reverse"
+                raise AlignmentError(f"eflomal {what} links: {lo + got} lines for {n} sentence pairs "
+                                     f"(did the eflomal binary fail?)")
+            if not got:
+                return
+            yield parsed[0], parsed[1], [lengths[k] for k in range(lo, lo + got)], method
+            lo += got
+
+
+def symmetrize_files(fwd_path: PathLike, rev_path: PathLike, lengths: Sequence[tuple[int, int]],
+                     out_path: PathLike, method: str = "grow-diag-final-and", processes: int = 1, *,
+                     forward_out: PathLike | None = None, reverse_out: PathLike | None = None,
+                     check: Callable[[SymmetrizedSummary], None] | None = None) -> SymmetrizedSummary:
+    """:func:`~smt_features.train.align.symmetrize_corpus` from eflomal's link files to ``out_path``, streamed.
+
+    Chunks go to ``processes`` forked workers, a few at a time, results written in corpus order;
+    ``forward_out`` / ``reverse_out`` get the directional links as Pharaoh lines. All outputs are
+    atomic: an exception (also ``check``'s, called with the summary before they are kept) leaves none behind.
+    """
+    summary = SymmetrizedSummary()
+    with ExitStack() as stack:
+        out = stack.enter_context(atomic_write(out_path))
+        directional = [stack.enter_context(atomic_write(p)) if p is not None else None
+                       for p in (forward_out, reverse_out)]
+        tasks = _link_chunks(fwd_path, rev_path, lengths, method, directional)
+        if processes <= 1 or len(lengths) < 2000 or not can_fork():
+            results: Iterator[list[Links]] = map(_symmetrize_chunk, tasks)
+        else:
+            pool = stack.enter_context(fork_pool(processes))
+            results = ordered_map(pool, _symmetrize_chunk, tasks, 2 * processes)
+        k = 0
+        for part in results:
+            for links in part:
+                sl, tl = lengths[k]
+                if not links and (sl >= EFLOMAL_MAX_TOKENS or tl >= EFLOMAL_MAX_TOKENS):
+                    summary.skipped.append(k)
+                elif sl and tl and not links:
+                    summary.bare.append(k)
+                summary.links += len(links)
+                out.write(f"{format_pharaoh(links)}\n")
+                k += 1
+        if k != len(lengths):
+            raise AlignmentError(f"eflomal links: {k} lines for {len(lengths)} sentence pairs")
+        if check is not None:
+            check(summary)
+    return summary

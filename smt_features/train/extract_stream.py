@@ -3,8 +3,9 @@
 Same table, byte for byte, as the in-memory path (:func:`smt_features.train.phrase_scoring.write_scored_table`),
 in the steps of Moses ``train-model.perl``:
 
-1. *extract*: sentence ranges of ``chunk_lines`` pairs (on ``processes`` forked workers) are counted
-   with :func:`~smt_features.train.phrase_counts.count_sentence` and written as temp files of
+1. *extract*: chunks of ``chunk_lines`` pairs, read as a stream (corpus lists, or the files themselves
+   through :mod:`smt_features.train.corpus_stream`), two per forked worker in flight, are counted with
+   :func:`~smt_features.train.phrase_counts.count_sentence` and written as temp files of
    ``src ||| tgt ||| alignment<TAB>count<TAB>lex(e|f) lex(f|e)`` lines (one per distinct key of the chunk;
    the lexical weights as exact ``repr`` floats);
 2. *direct* (``extract.sorted``): GNU ``sort`` by key; a stream of source-phrase groups gives count(f),
@@ -25,7 +26,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from tqdm import tqdm
 
 from nmt.formats.phrase_table import SEP, encode_lines, is_gzip_path, write_encoded
 
-from smt_features.train.align import Links, can_fork, fork_pool
+from smt_features.train.align import Links, can_fork, fork_pool, ordered_map, parse_pharaoh
 from smt_features.train.external_sort import SortOptions, open_temp, sorted_lines
 from smt_features.train.lexical import LexicalTable
 from smt_features.train.phrase_counts import ExtractionCounts, count_sentence, even_ranges
@@ -64,53 +65,67 @@ class StreamStats:
 # Module globals for fork()ed workers (set by the parent right before the pool starts).
 _SHARED: dict = {}
 
+#: One extraction task's pairs: source, target, links; a side is a token list or a line of text, links a
+#: list of points or a Pharaoh line (:mod:`smt_features.train.corpus_stream` reads files as text).
+ChunkData = tuple[Sequence, Sequence, Sequence]
 
-def _extract_chunk(args: tuple[int, int, str]) -> tuple[int, int]:
-    """Count sentences ``lo:hi`` and write their keys to ``path``; returns (sentences, occurrences)."""
-    lo, hi, path = args
-    src, tgt, links, max_len, lexical, compress = (
-        _SHARED["src"], _SHARED["tgt"], _SHARED["links"], _SHARED["max_len"], _SHARED["lexical"],
-        _SHARED["compress"])
+
+def _extract_chunk(args: tuple[ChunkData, str]) -> tuple[int, int]:
+    """Count one chunk's sentences and write their keys to ``path``; returns (sentences, occurrences)."""
+    (src, tgt, links), path = args
+    max_len, lexical, compress = _SHARED["max_len"], _SHARED["lexical"], _SHARED["compress"]
     counts = ExtractionCounts(lexical)
-    for k in range(lo, hi):
-        count_sentence(src[k], tgt[k], links[k], counts, max_len)
+    for s, t, a in zip(src, tgt, links):
+        count_sentence(s.split() if isinstance(s, str) else s, t.split() if isinstance(t, str) else t,
+                       parse_pharaoh(a) if isinstance(a, str) else a, counts, max_len)
     lexd = counts.lex
     with open_temp(path, "w", compress) as fh:
         fh.writelines(f"{key}\t{c}\t{lexd[key].real!r} {lexd[key].imag!r}\n" for key, c in counts.phrases.items())
     return counts.sentences, counts.occurrences
 
 
-def extract_chunks(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequence[str]],
-                   alignments: Sequence[Links], lexical: LexicalTable, max_phrase_length: int,
+def list_chunks(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequence[str]],
+                alignments: Sequence[Links], chunk_lines: int) -> Iterator[ChunkData]:
+    """Corpus lists cut into chunks of ``chunk_lines`` pairs."""
+    for lo in range(0, len(src_sents), chunk_lines):
+        hi = lo + chunk_lines
+        yield src_sents[lo:hi], tgt_sents[lo:hi], alignments[lo:hi]
+
+
+def extract_chunks(chunks: Iterable[ChunkData], lexical: LexicalTable, max_phrase_length: int,
                    processes: int, work: Path, opts: StreamOptions) -> tuple[list[Path], StreamStats]:
-    """Step 1: the chunk files (in corpus order) and the sentence / occurrence counts."""
+    """Step 1: the chunk files (in corpus order) and the sentence / occurrence counts.
+
+    ``chunks`` is read as a stream: at most two chunks per worker are in flight.
+    """
     if opts.chunk_lines < 1:
         raise ValueError("chunk_lines must be >= 1")
-    n = len(src_sents)
     suffix = ".gz" if opts.sort.compress else ""
-    tasks = [(lo, min(n, lo + opts.chunk_lines), str(work / f"extract.{k:06d}{suffix}"))
-             for k, lo in enumerate(range(0, n, opts.chunk_lines))]
-    _SHARED.update(src=src_sents, tgt=tgt_sents, links=alignments, max_len=max_phrase_length,
-                   lexical=lexical, compress=opts.sort.compress)
+    paths: list[Path] = []
+
+    def tasks() -> Iterator[tuple[ChunkData, str]]:
+        for k, chunk in enumerate(chunks):
+            paths.append(work / f"extract.{k:06d}{suffix}")
+            yield chunk, str(paths[-1])
+
+    _SHARED.update(max_len=max_phrase_length, lexical=lexical, compress=opts.sort.compress)
     stats = StreamStats()
-    bar = tqdm(total=n, unit=" pairs", desc="extract phrases", disable=None)
+    bar = tqdm(unit=" pairs", desc="extract phrases", disable=None)
+    pool = fork_pool(processes) if processes > 1 and can_fork() else None
     try:
-        if processes <= 1 or len(tasks) < 2 or not can_fork():
-            results: Iterator[tuple[int, int]] = map(_extract_chunk, tasks)
-            for s, o in results:
-                stats.sentences += s
-                stats.occurrences += o
-                bar.update(s)
-        else:
-            with fork_pool(processes) as pool:
-                for s, o in pool.imap(_extract_chunk, tasks):
-                    stats.sentences += s
-                    stats.occurrences += o
-                    bar.update(s)
+        results: Iterator[tuple[int, int]] = map(_extract_chunk, tasks()) if pool is None else \
+            ordered_map(pool, _extract_chunk, tasks(), 2 * processes)
+        for s, o in results:
+            stats.sentences += s
+            stats.occurrences += o
+            bar.update(s)
     finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
         bar.close()
         _SHARED.clear()
-    return [Path(t[2]) for t in tasks], stats
+    return paths, stats
 
 
 def _pairs(lines: Iterator[str]) -> Iterator[tuple[str, str, str, int, list[tuple[str, int, str]]]]:
@@ -245,12 +260,22 @@ def write_streamed_table(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence
                          alignments: Sequence[Links], lexical: LexicalTable, out_path: PathLike, *,
                          max_phrase_length: int, processes: int = 1, opts: StreamOptions = StreamOptions(),
                          ) -> StreamStats:
-    """Steps 1–4 into ``out_path`` (``.gz`` by suffix, atomic); temp files removed whatever happens."""
+    """Steps 1–4 of corpus lists into ``out_path`` (see :func:`write_table_from_chunks`)."""
     for sents, side in ((src_sents, "source"), (tgt_sents, "target")):
         for k, toks in enumerate(sents):
             for tok in toks:
                 if "\t" in tok or "\n" in tok:
                     raise ValueError(f"{side} sentence {k + 1}: token {tok!r} contains a tab or a newline")
+    return write_table_from_chunks(list_chunks(src_sents, tgt_sents, alignments, max(1, opts.chunk_lines)),
+                                   lexical, out_path, max_phrase_length=max_phrase_length, processes=processes,
+                                   opts=opts)
+
+
+def write_table_from_chunks(chunks: Iterable[ChunkData], lexical: LexicalTable, out_path: PathLike, *,
+                            max_phrase_length: int, processes: int = 1, opts: StreamOptions = StreamOptions(),
+                            ) -> StreamStats:
+    """Steps 1–4 of a stream of chunks into ``out_path`` (``.gz`` by suffix, atomic); temp files removed
+    whatever happens. The same bytes whatever the chunk size."""
     parent = Path(opts.sort.tmp_dir or Path(out_path).parent)
     parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".phrase-extract.", dir=parent))
@@ -258,11 +283,10 @@ def write_streamed_table(src_sents: Sequence[Sequence[str]], tgt_sents: Sequence
     opts = StreamOptions(opts.chunk_lines, sort_opts)
     try:
         t0 = time.perf_counter()
-        chunks, stats = extract_chunks(src_sents, tgt_sents, alignments, lexical, max_phrase_length,
-                                       processes, work, opts)
+        chunk_files, stats = extract_chunks(chunks, lexical, max_phrase_length, processes, work, opts)
         stats.extract_seconds = time.perf_counter() - t0
-        half_f2e, inv = score_direct(chunks, work, opts, stats)
-        for path in chunks:
+        half_f2e, inv = score_direct(chunk_files, work, opts, stats)
+        for path in chunk_files:
             path.unlink()
         half_e2f = score_inverse(inv, work, opts)
         inv.unlink()

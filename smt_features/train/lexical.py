@@ -17,7 +17,7 @@ as in Moses (a real token ``NULL`` would share its statistics).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from nmt.data.io import atomic_write
 
@@ -70,10 +70,15 @@ class LexicalTable:
     @classmethod
     def from_corpus(cls, src_sents: Sequence[Sequence[str]], tgt_sents: Sequence[Sequence[str]],
                     alignments: Sequence[Links]) -> "LexicalTable":
+        return cls.from_pairs(zip(src_sents, tgt_sents, alignments))
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[Sequence[str], Sequence[str], Links]]) -> "LexicalTable":
+        """The tables from ``(src tokens, tgt tokens, links)`` triples, read once (a stream is enough)."""
         word_pairs: dict = {}
         f_totals: dict = {}
         e_totals: dict = {}
-        for s, t, a in zip(src_sents, tgt_sents, alignments):
+        for s, t, a in pairs:
             count_word_alignments(s, t, a, word_pairs, f_totals, e_totals)
         return cls(word_pairs, f_totals, e_totals)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +37,14 @@ from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.formats.phrase_table_check import check_phrase_table
 
 from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, long_pairs, read_alignments,
-                                      read_tokenized_parallel, report_long_and_uneven, report_unaligned,
-                                      symmetrize_corpus, write_alignments)
-from smt_features.train.aligner import EflomalOptions, eflomal_align
+                                      read_tokenized_parallel, report_bare, report_long_and_uneven,
+                                      report_unaligned, some_lines, symmetrize_corpus, write_alignments)
+from smt_features.train.aligner import (EflomalOptions, SymmetrizedSummary, eflomal_align, eflomal_align_files,
+                                        symmetrize_files)
+from smt_features.train.corpus_stream import check_alignment, scan_corpus, write_normalized_alignment
 from smt_features.train.external_sort import SortOptions, check_size
 from smt_features.train.extract_stream import DEFAULT_CHUNK_LINES, StreamOptions
-from smt_features.train.phrases import build_phrase_table
+from smt_features.train.phrases import PhraseTableStats, build_phrase_table, build_phrase_table_from_files
 from smt_features.train.spans import DEFAULT_MAX_PHRASE_LENGTH
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,9 @@ class TrainPhrasesConfig:
                                                                "per temp file (memory per worker)")
     tmp_dir: str = field("", help="streamed extraction: folder for its temp files (default: --out-dir)")
     sort_compress: bool = field(False, help="streamed extraction: gzip the temp files and sort's own")
+    align_chunk_pairs: int = field(0, help="run eflomal on independent chunks of this many sentence pairs "
+                                           "(bounds the aligner's memory; alignments from less data are "
+                                           "somewhat worse); 0 = the whole corpus at once")
 
 
 def output_paths(cfg: TrainPhrasesConfig) -> dict[str, Path]:
@@ -151,6 +157,8 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
     if cfg.max_phrase_length < 1:
         raise UsageError("--max-phrase-length must be >= 1")
     stream = _stream_options(cfg)
+    if cfg.align_chunk_pairs < 0 or (cfg.align_chunk_pairs and stream is None):
+        raise UsageError("--align-chunk-pairs must be >= 0 (and needs the streamed path: a --sort-buffer size)")
     if Path(cfg.out_dir).exists() and not Path(cfg.out_dir).is_dir():
         raise UsageError(f"{cfg.out_dir}: --out-dir exists and is not a folder")
     outputs = output_paths(cfg)
@@ -174,7 +182,32 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
         print(f"[smt-train-phrases] {name}: {now - start:.1f} s", flush=True)
         return now
 
-    t = t_all = time.perf_counter()
+    t_all = time.perf_counter()
+    if stream is None:
+        stats = _train_in_memory(cfg, aligned_out, reuse_alignment, stage)
+    else:
+        stats = _train_streamed(cfg, stream, aligned_out, reuse_alignment, stage)
+    times["extraction"] = stats.count_seconds
+    times["scoring"] = stats.score_seconds
+    print(f"[smt-train-phrases] lexical tables + phrase extraction: {stats.count_seconds:.1f} s "
+          f"({stats.occurrences} occurrences of {stats.distinct_pairs} distinct pair+alignment keys)")
+    print(f"[smt-train-phrases] scoring + writing phrase-table.gz ({stats.lines} lines): "
+          f"{stats.score_seconds:.1f} s")
+    t = time.perf_counter()
+    times["total"] = t - t_all
+    print(f"[smt-train-phrases] total: {t - t_all:.1f} s", flush=True)
+    if cfg.check:
+        table_stats = check_phrase_table(out / "phrase-table.gz")
+        stage("check table", t)
+        print(f"[smt-train-phrases] {table_stats.summary()}")
+    return times
+
+
+def _train_in_memory(cfg: TrainPhrasesConfig, aligned_out: Path, reuse_alignment: bool, stage
+                     ) -> PhraseTableStats:
+    """``--sort-buffer memory``: the corpus and its alignment held as lists (the older path)."""
+    out = Path(cfg.out_dir)
+    t = time.perf_counter()
     src, tgt = read_tokenized_parallel(cfg.src, cfg.tgt)
     if not src:
         raise DataError(f"{cfg.src}: no sentence pairs: --src and --tgt are empty (nothing to train on; "
@@ -211,20 +244,59 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
         write_alignments(aligned_path, links)
         t = stage(f"write {aligned_path.name}", t)
 
-    stats = build_phrase_table(src, tgt, links, out / "phrase-table.gz",
+    return build_phrase_table(src, tgt, links, out / "phrase-table.gz",
                                max_phrase_length=cfg.max_phrase_length, processes=cfg.processes,
-                               lex_f2e=out / "lex.f2e", lex_e2f=out / "lex.e2f", stream=stream)
-    times["extraction"] = stats.count_seconds
-    times["scoring"] = stats.score_seconds
-    print(f"[smt-train-phrases] lexical tables + phrase extraction: {stats.count_seconds:.1f} s "
-          f"({stats.occurrences} occurrences of {stats.distinct_pairs} distinct pair+alignment keys)")
-    print(f"[smt-train-phrases] scoring + writing phrase-table.gz ({stats.lines} lines): "
-          f"{stats.score_seconds:.1f} s")
+                               lex_f2e=out / "lex.f2e", lex_e2f=out / "lex.e2f")
+
+
+def _train_streamed(cfg: TrainPhrasesConfig, stream: StreamOptions, aligned_out: Path, reuse_alignment: bool,
+                    stage) -> PhraseTableStats:
+    """The default path: every input read as a stream (:mod:`smt_features.train.corpus_stream`), memory
+    bounded by the options (lengths: 8 bytes a pair), not by the corpus."""
+    out = Path(cfg.out_dir)
     t = time.perf_counter()
-    times["total"] = t - t_all
-    print(f"[smt-train-phrases] total: {t - t_all:.1f} s", flush=True)
-    if cfg.check:
-        table_stats = check_phrase_table(out / "phrase-table.gz")
-        stage("check table", t)
-        print(f"[smt-train-phrases] {table_stats.summary()}")
-    return times
+    lengths = scan_corpus(cfg.src, cfg.tgt)
+    if not len(lengths):
+        raise DataError(f"{cfg.src}: no sentence pairs: --src and --tgt are empty (nothing to train on; "
+                        "no phrase table written)")
+    report_long_and_uneven(lengths, cfg.src)
+    t = stage(f"read {len(lengths)} sentence pairs", t)
+    given = check_alignment(cfg.alignment, lengths) if cfg.alignment else None
+    out.mkdir(parents=True, exist_ok=True)
+    nmt_config.save(cfg, out / "config.yaml")
+    if given is not None:
+        t = stage("read alignment", t)
+        report_bare(given.bare, cfg.src)
+        if not given.links:
+            raise DataError(f"{cfg.alignment}: not one alignment link in the {len(lengths)} sentence "
+                            "pair(s): no phrase pair to extract, no phrase table written")
+        if not reuse_alignment:
+            write_normalized_alignment(cfg.alignment, aligned_out)
+            t = stage(f"write {aligned_out.name}", t)
+    else:
+        def check(summary: SymmetrizedSummary) -> None:
+            if summary.skipped:
+                log.warning("skipped %d sentence pair(s) of %d or more tokens that eflomal left unaligned "
+                            "(line(s) %s): they add nothing to the lexical tables or the phrase table; split "
+                            "them to use them", len(summary.skipped), EFLOMAL_MAX_TOKENS, some_lines(summary.skipped))
+            report_bare(summary.bare, cfg.src)
+            if not summary.links:
+                raise DataError(f"{cfg.src}: not one alignment link in the {len(lengths)} sentence "
+                                "pair(s): no phrase pair to extract, no phrase table written")
+
+        opts = EflomalOptions(model=cfg.eflomal_model, n_samplers=cfg.eflomal_samplers,
+                              rel_iterations=cfg.eflomal_rel_iterations, null_prior=cfg.eflomal_null_prior)
+        with tempfile.TemporaryDirectory(prefix=".eflomal.", dir=cfg.tmp_dir or out) as tmp:
+            fwd, rev = Path(tmp) / "links.fwd", Path(tmp) / "links.rev"
+            eflomal_align_files(cfg.src, cfg.tgt, lengths, fwd, rev, lowercase=cfg.lowercase_align, options=opts,
+                                chunk_pairs=cfg.align_chunk_pairs, tmp_dir=tmp)
+            t = stage("eflomal alignment (both directions)", t)
+            directional = (out / "aligned.forward", out / "aligned.reverse") if cfg.write_directional else (None,) * 2
+            symmetrize_files(fwd, rev, lengths, aligned_out, cfg.symmetrization, cfg.processes,
+                             forward_out=directional[0], reverse_out=directional[1], check=check)
+        stage(f"symmetrization ({cfg.symmetrization}) + write {aligned_out.name}", t)
+    del lengths
+    return build_phrase_table_from_files(cfg.src, cfg.tgt, aligned_out, out / "phrase-table.gz", stream=stream,
+                                         max_phrase_length=cfg.max_phrase_length, processes=cfg.processes,
+                                         lex_f2e=out / "lex.f2e", lex_e2f=out / "lex.e2f",
+                                         skip_long_unaligned=given is None)

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +130,49 @@ def test_prepare_truecase_writes_models_and_truecased_splits(tmp_path: Path) -> 
     with pytest.raises(ValueError, match="--truecase needs --tokenizer moses"):
         prepare_parallel(PrepareConfig(train=str(data / "train"), out_dir=str(tmp_path / "sp"), truecase=True,
                                        tokenizer="sentencepiece"))
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_experiment_recipe_truecase_plan(tmp_path: Path) -> None:
+    """`truecase: true` in an experiment config: nmt-prepare --truecase true and every stage --truecase (dry run);
+    without the key the plan has no --truecase at all."""
+    data = tmp_path / "d"
+    data.mkdir()
+    for name in ("tr", "dv", "ts"):
+        for lang in ("en", "fr"):
+            (data / f"{name}.{lang}").write_text("a house .\n", encoding="utf-8")
+    env = {**os.environ, "PYTHON": sys.executable, "BIN": str(Path(sys.executable).parent), "RECIPE_DRY_RUN": "1"}
+    cfg = tmp_path / "tc.yaml"
+    plans = {}
+    for key in ("  truecase: true\n", ""):
+        cfg.write_text("experiment:\n  title: t\n  scale: s\n"
+                       f"  files: {{train: '{data}/tr', dev: '{data}/dv', tests: ['{data}/ts']}}\n"
+                       "  src: en\n  tgt: fr\n  systems: [Baseline, +RNN, +LSTM-LM]\n  mert_runs: 1\n"
+                       f"  lm_corpus: target\n  filter_table: false\n{key}", encoding="utf-8")
+        proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(tmp_path / "w")],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+        assert proc.returncode == 0, proc.stderr
+        plans[bool(key)] = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+    on, off = plans[True], plans[False]
+    assert len(on) == len(off) == 4                                # prepare, Baseline, +RNN, the LM row
+    assert on[0][0].endswith("nmt-prepare") and on[0][on[0].index("--truecase") + 1] == "true"
+    assert all("--truecase" in step for step in on[1:])
+    assert not any("--truecase" in step for step in off)
+
+
+def test_recipe_detruecases_before_scoring(tmp_path: Path) -> None:
+    """common.sh's cased_hyp: with --truecase (truecase=1) the decoder output is detruecased into
+    SET.cased.tok.fr before detokenizing and sacreBLEU; without it the output is scored as it is."""
+    hyp = tmp_path / "test.tok.fr"
+    hyp.write_text("le chien . il dort\nune maison\n", encoding="utf-8")
+    script = tmp_path / "s.sh"
+    script.write_text(f'source "{ROOT}/recipes/lib/common.sh"\ncased_hyp "{hyp}"; echo "off $hyp"\n'
+                      f'truecase=1\ncased_hyp "{hyp}"; echo "on $hyp"\n', encoding="utf-8")
+    env = {**os.environ, "PYTHON": sys.executable, "BIN": str(Path(sys.executable).parent)}
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"off {hyp}", f"on {tmp_path}/test.cased.tok.fr"]
+    assert read_lines(tmp_path / "test.cased.tok.fr") == ["Le chien . Il dort", "Une maison"]
+    assert read_lines(hyp) == ["le chien . il dort", "une maison"]

@@ -14,12 +14,14 @@ py=${PYTHON:-$bin/python}
 # unknown_option OPT: the one refusal of an option a recipe does not know (exit 2).
 unknown_option() { echo "unknown option $1" >&2; exit 2; }
 
-# common_option OPT [VALUE]: the options every recipe shares: --quick, --work DIR, --mert-runs N, --threads N
-# (they set quick, work, runs, threads). Sets `taken` to the words it used (1 or 2); false for any other option.
+# common_option OPT [VALUE]: the options every recipe shares: --quick, --work DIR, --mert-runs N, --threads N,
+# --truecase (they set quick, work, runs, threads, truecase). Sets `taken` to the words it used (1 or 2); false
+# for any other option.
 #   while [ $# -gt 0 ]; do if common_option "$@"; then shift "$taken"; continue; fi; case "$1" in ...
 common_option() {
   case "$1" in
     --quick) quick=1; taken=1 ;;
+    --truecase) truecase=1; taken=1 ;;  # the data is truecased (nmt-prepare --truecase): detruecase before scoring
     --work | --mert-runs | --threads)
       [ $# -ge 2 ] || { echo "option $1 needs a value" >&2; exit 2; }
       case "$1" in --work) work=$2 ;; --mert-runs) runs=$2 ;; --threads) threads=$2 ;; esac
@@ -62,6 +64,16 @@ run_step() {
   run_cmd "$@"
 }
 
+# cased_hyp HYP: sets hyp to what is detokenized and scored: HYP, or with truecase=1 (set by --truecase) HYP's
+# detruecased copy SET.cased.tok.fr (nmt-truecase --detruecase: Moses's detruecase.perl, each sentence's
+# first letter uppercased), so that sacreBLEU sees properly cased text against the raw references.
+cased_hyp() {
+  hyp=$1
+  [ "${truecase:-0}" = 1 ] || return 0
+  hyp=${1%.tok.fr}.cased.tok.fr
+  "$bin/nmt-truecase" --detruecase --input "$1" --output "$hyp"
+}
+
 # fresh OUTPUT INPUT: true when OUTPUT exists and is newer than INPUT (scores of the current weights).
 fresh() { [ -f "$1" ] && [ "$1" -nt "$2" ]; }
 
@@ -77,11 +89,12 @@ binarize_step() {
 # tune_decode_evaluate --label L --moses-ini INI --work-dir TUNE --seed R --text T --dev DEV --tests "A B"
 #                      --threads N [--tune-flags FLAG... --] [--decode-flags FLAG... --]
 # One MERT run and its scores: smt-tune (reused when TUNE/moses.tuned.ini exists) → for the dev set and each
-# test set: smt-decode with the tuned weights → nmt-evaluate (detokenized French against T/SET.ref.fr) →
+# test set: smt-decode with the tuned weights → (--truecase: detruecase, cased_hyp) → nmt-evaluate (detokenized
+# French against T/SET.ref.fr) →
 # TUNE/SET.{tok.fr,fr,scores.json} (reused while newer than the tuned weights). L prefixes the log lines and
 # the score names ("L run R SET"). Needs $bin.
 tune_decode_evaluate() {
-  local label="" ini="" tune="" seed="" text="" dev="" tests="" threads="" t0 s
+  local label="" ini="" tune="" seed="" text="" dev="" tests="" threads="" t0 s hyp
   local tune_flags=() decode_flags=()
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -109,7 +122,8 @@ tune_decode_evaluate() {
     fresh "$tune/$s.scores.json" "$tune/moses.tuned.ini" && continue
     "$bin/smt-decode" --moses-ini "$tune/moses.tuned.ini" --input "$text/$s.en" --output "$tune/$s.tok.fr" \
       --threads "$threads" --progress false ${decode_flags[@]+"${decode_flags[@]}"}
-    "$bin/nmt-evaluate" --hyp "$tune/$s.tok.fr" --detokenize fr --detok-out "$tune/$s.fr" --ref "$text/$s.ref.fr" \
+    cased_hyp "$tune/$s.tok.fr"
+    "$bin/nmt-evaluate" --hyp "$hyp" --detokenize fr --detok-out "$tune/$s.fr" --ref "$text/$s.ref.fr" \
       --name "${label:+$label }run $seed $s" --json "$tune/$s.scores.json"
   done
 }

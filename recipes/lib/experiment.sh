@@ -4,7 +4,8 @@
 # (recipes/experiment/run.sh and recipes/multi30k_enfr/table.sh run it.) CONFIG's `experiment` section names
 # the data (a registry `corpus`, or `files: {train: PREFIX, dev: PREFIX, tests: [PREFIX...]}` of plain
 # PREFIX.LANG files), `src`/`tgt`, the `dev` set and the `tests` (any number), the `systems` (Baseline, +RNN,
-# +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all), `mert_runs`, `lm_corpus`, `filter_table`, and the `scale`
+# +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all), `mert_runs`, `lm_corpus`, `filter_table`, `truecase` (optional,
+# default false: true = Moses truecasing, nmt-prepare --truecase and every stage --truecase), and the `scale`
 # label printed with the table (`scale_quick` with --quick); its other sections size each stage (prepare,
 # train_phrases[_quick], smt[_quick]: see recipes/lib/smt_baseline.sh, rnn_rescore.sh, lm_rerank.sh).
 # WORK (default work/experiment/<config name>[_quick]) holds smt/, rnn/, lm/, rerank/, report/, scores.md and
@@ -82,13 +83,22 @@ while read -r s; do
   esac
 done <<< "$systems"
 filter=$(config_value "$x" filter_table)
+# truecase: true: the tokenized splits are truecased (nmt-prepare --truecase: truecase-model.<lang>), so the
+# phrase table, KenLM, MERT's references and the neural models see truecased text; each stage detruecases
+# its output (common.sh cased_hyp) before detokenizing and sacreBLEU against the raw, cased references
+tc_flags=()
+if [ "$(config_value "$x" truecase 2> /dev/null || true)" = True ]; then
+  prep+=(--truecase true)
+  tc_flags=(--truecase)
+fi
 
 echo "== $title"
 echo "   config $cfg; work $work"
 echo "   scale: $scale"
 echo "   data: $src→$tgt, dev $dev, tests $tests; systems: $(paste -sd ' ' <<< "$systems"); $runs MERT run(s)"
+[ ${#tc_flags[@]} = 0 ] || echo "   truecased (Moses truecaser), detruecased before scoring"
 sets=(--dev "$dev" --tests "$tests")
-common=($qflag --config "$cfg" --mert-runs "$runs" --threads "$threads")
+common=($qflag --config "$cfg" --mert-runs "$runs" --threads "$threads" ${tc_flags[@]+"${tc_flags[@]}"})
 stage_times=()
 stage() {  # stage NAME CMD...: run CMD (run_cmd: a dry run prints it), note its wall time
   local t0=$SECONDS

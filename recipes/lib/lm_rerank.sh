@@ -141,7 +141,8 @@ for row in "${row_specs[@]}"; do
       fresh "$d/$s.scores.json" "$d/weights" && continue
       [ "$s" = "$dev" ] || "$bin/smt-rerank" --nbest "$src/$s.nbest.feat.gz" --src "$t/$s.en" ${dflag[@]+"${dflag[@]}"} \
         --weights "$d/weights" --one-best "$d/$s.tok.fr"
-      "$bin/nmt-evaluate" --hyp "$d/$s.tok.fr" --detokenize fr --detok-out "$d/$s.fr" --ref "$t/$s.ref.fr" \
+      cased_hyp "$d/$s.tok.fr"   # --truecase: detruecased first (common.sh)
+      "$bin/nmt-evaluate" --hyp "$hyp" --detokenize fr --detok-out "$d/$s.fr" --ref "$t/$s.ref.fr" \
         --name "$name run $r $s" --json "$d/$s.scores.json"
     done
   done

@@ -13,6 +13,7 @@
 # --tune-flags "...": extra smt-tune flags (e.g. "--ranges LM0:0..1 --clip-to-ranges --nbest 50").
 # --dev-lines N: tune (and report the dev column) on the first N dev sentences only (a CPU budget; default:
 #   the config's dev_lines; 0 or empty: all).
+# --truecase: Moses truecasing (nmt-prepare --truecase; the output detruecased before scoring, common.sh).
 # Used by recipes/multi30k_enfr/table.sh, recipes/wmt_small/run.sh, recipes/wmt14_enfr/run.sh.
 # Outputs: WORK/{data,text,lm,model}/, WORK/tune.R/, WORK/scores.md. Reruns reuse finished steps.
 source "$(dirname "$0")/common.sh"
@@ -55,7 +56,10 @@ mkdir -p "$work"
 start=$(date +%s)
 
 echo "== prepare ($work/data)"
-run_step prepare "$work/data/prepare.json" -- "$bin/nmt-prepare" --config "$cfg:prepare" --out-dir "$work/data"
+prep_tc=()
+if [ "${truecase:-0}" = 1 ]; then prep_tc=(--truecase true); fi
+run_step prepare "$work/data/prepare.json" -- "$bin/nmt-prepare" --config "$cfg:prepare" --out-dir "$work/data" \
+  ${prep_tc[@]+"${prep_tc[@]}"}
 d=$work/data
 t=$work/text
 mkdir -p "$t"

@@ -14,7 +14,8 @@ The phrase table is extracted and scored the Moses way, through temp files and
 GNU ``sort`` (:mod:`smt_features.train.extract_stream`), with memory bounded by
 ``--sort-buffer`` (default ``1G``) and ``--extract-chunk-lines`` instead of by the
 corpus; ``--sort-buffer memory`` counts in RAM instead (the same table bytes); see
-``docs/training_smt.md``.
+``docs/training_smt.md``. On that default path the inputs are streams too (:mod:`smt_features.train.corpus_stream`):
+no stage holds the corpus or its alignment as lists, only 8 bytes a sentence pair.
 
 Example::
 

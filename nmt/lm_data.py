@@ -27,7 +27,7 @@ trained model is :mod:`nmt.lm_loading`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,12 +91,18 @@ class LMDataConfig:
     eval_streams: int = field(1, help="stream regime: rows the validation stream is cut into (1 = exact, "
                                       "the same figure nmt-lm-eval gives)")
     eval_batch_size: int = field(64, help="sentence regime: sentences per validation batch")
+    stream_buffer: int | None = field(None, help="read the training text from disk each epoch instead of holding "
+                                                 "it (nmt.lm_stream): sentence regime: shuffle and batch within "
+                                                 "windows of N sentences; stream regime: the B rows are read "
+                                                 "lazily, same batches as in memory (N unused). Default: in memory")
 
     def __post_init__(self) -> None:
         if self.regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
         if self.bptt < 1 or self.eval_streams < 1 or self.eval_batch_size < 1:
             raise ValueError("bptt, eval_streams and eval_batch_size must be >= 1")
+        if self.stream_buffer is not None and self.stream_buffer < 1:
+            raise ValueError(f"--stream-buffer must be at least 1 (got {self.stream_buffer})")
 
     def resolve_text(self, split: str) -> str:
         """The file of ``split`` (train, valid or test): the explicit path, else the registry's."""
@@ -126,12 +132,15 @@ def registry_text(corpus: str, split: str, lang: str | None = None) -> Path:
 
 def read_sentences(path: str | Path, limit: int | None = None) -> list[list[str]]:
     """Words of each line (split as KenLM splits them); empty lines are kept as ``[]``."""
-    out: list[list[str]] = []
-    for line in iter_lines(path, allow_empty=True):
-        if limit is not None and len(out) >= limit:
+    return list(iter_sentences(path, limit))
+
+
+def iter_sentences(path: str | Path, limit: int | None = None) -> Iterator[list[str]]:
+    """:func:`read_sentences`, one line at a time."""
+    for n, line in enumerate(iter_lines(path, allow_empty=True)):
+        if limit is not None and n >= limit:
             break
-        out.append(split_words(line))
-    return out
+        yield split_words(line)
 
 
 def encode_all(vocab: Vocabulary, sentences: Sequence[Sequence[str]]) -> list[list[int]]:

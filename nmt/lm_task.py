@@ -28,6 +28,8 @@ from nmt.data.special import PAD
 from nmt.data.vocab import Vocabulary
 from nmt.lm_data import (LOSS_NORMS, LMDataConfig, encode_all, read_sentences, sentence_batch, sentence_batches,
                          stream_matrix)
+from nmt.lm_stream import StreamRows, iter_words, sentence_stream
+from nmt.pair_stream import PairStream, StreamBatch
 from nmt.models.lm.base import detach_state, make_lm_batch, select_state
 
 
@@ -57,9 +59,10 @@ def cat_state(states: Sequence[Any]) -> Any:
 class LMTask:
     """The :class:`~nmt.train.TrainingTask` of the language models (see the module docstring)."""
 
-    def __init__(self, cfg: LMDataConfig, vocab: Vocabulary, train: list[list[int]], dev: list[list[int]], *,
-                 batch_size: int, max_tokens: int | None = None, seed: int = 1, vocab_path: str = "",
+    def __init__(self, cfg: LMDataConfig, vocab: Vocabulary, train: list[list[int]] | None, dev: list[list[int]],
+                 *, batch_size: int, max_tokens: int | None = None, seed: int = 1, vocab_path: str = "",
                  loss_norm: str = "token"):
+        """``train`` None: read the training text ``cfg.resolve_text("train")`` from disk (``--stream-buffer``)."""
         if loss_norm not in LOSS_NORMS:
             raise ValueError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
         self.cfg = cfg
@@ -72,7 +75,11 @@ class LMTask:
         self.loss_norm = loss_norm
         self.num_dropped = 0
         self._plan_cache: tuple[int, list[Any]] | None = None
-        if cfg.regime == "sentence":
+        self._sentences: PairStream | None = None
+        self._rows_reader: StreamRows | None = None
+        if train is None:
+            self._init_from_disk(cfg, vocab)
+        elif cfg.regime == "sentence":
             if cfg.max_len is not None:
                 kept = [s for s in train if len(s) <= cfg.max_len]
                 self.num_dropped = len(train) - len(kept)
@@ -88,17 +95,42 @@ class LMTask:
             self.train = train
             self.stream_in, self.stream_tgt = stream_matrix(train, batch_size)
             self._num_batches = math.ceil(self.stream_in.size(1) / cfg.bptt)
+            self._num_rows = self.stream_in.size(0)
+        if self.regime == "stream":
             world = distributed.context().world
-            if self.stream_in.size(0) < world:
-                raise ValueError(f"stream regime: {self.stream_in.size(0)} rows cannot be shared by {world} "
+            if self._num_rows < world:
+                raise ValueError(f"stream regime: {self._num_rows} rows cannot be shared by {world} "
                                  "processes (raise --batch-size)")
-        self.train_tokens = sum(len(s) + 1 for s in self.train)
+        if train is not None:
+            self.num_lines = len(self.train)
+            self.train_tokens = sum(len(s) + 1 for s in self.train)
         self.dev = dev
         self._dev_batches: list[dict[str, Any]] | None = None
         # stream regime: the carried state (of this rank's rows), and the (epoch, window) it continues into
         self._carried: dict[str, Any] = {"train": None, "dev": None}
         self._carried_next: tuple[int, int] | None = None
         self._current: tuple[int | None, int] = (None, 0)
+
+    def _init_from_disk(self, cfg: LMDataConfig, vocab: Vocabulary) -> None:
+        """``--stream-buffer``: the training text stays on disk (:mod:`nmt.lm_stream`)."""
+        path = cfg.resolve_text("train")
+        self.train = []  # not held
+        if cfg.regime == "stream":
+            if self.max_tokens is not None:
+                raise ValueError("--max-tokens has no meaning in the stream regime (batches are B x BPTT)")
+            self._rows_reader = rows = StreamRows(path, vocab.encode, self.batch_size, cfg.bptt,
+                                                  cfg.max_train_sentences)
+            self._num_batches, self._num_rows = rows.num_windows, rows.rows
+            self.num_lines, self.train_tokens = rows.num_lines, rows.total
+            return
+        stream = self._sentences = sentence_stream(
+            path, vocab.encode, buffer=cfg.stream_buffer or 1, batch_size=self.batch_size,
+            max_tokens=self.max_tokens, seed=self.seed, limit=cfg.max_train_sentences, max_len=cfg.max_len,
+            equal_length=cfg.equal_length)
+        if stream.num_pairs == 0:
+            raise ValueError("no training sentences (check --train and --max-len)")
+        self.num_dropped, self.num_lines, self._num_batches = stream.num_dropped, stream.num_pairs, stream.num_batches
+        self.train_tokens = stream.counts["tokens"]
 
     # ---- batch plan
     @property
@@ -111,8 +143,10 @@ class LMTask:
         the stream's windows in order (:class:`StreamWindow`)."""
         if self._plan_cache is not None and self._plan_cache[0] == epoch:
             return self._plan_cache[1]
-        plan: list[Any]
-        if self.regime == "stream":
+        plan: Any
+        if self._sentences is not None:
+            plan = self._sentences.plan(epoch)
+        elif self.regime == "stream":
             plan = [StreamWindow(epoch, k) for k in range(self._num_batches)]
         else:
             plan = sentence_batches(self.train_len, batch_size=self.batch_size, max_tokens=self.max_tokens,
@@ -123,15 +157,21 @@ class LMTask:
     def shard_batch(self, item: Any, rank: int, world: int) -> tuple[Any, float]:
         """DDP: this rank's part of a planned batch (sentences, or rows of a stream window)."""
         if isinstance(item, StreamWindow):
-            lo, hi = distributed.rows_of(self.stream_in.size(0), rank, world)
+            lo, hi = distributed.rows_of(self._num_rows, rank, world)
             return item._replace(lo=lo, hi=hi), 1.0
+        if isinstance(item, StreamBatch):
+            part, weight = distributed.shard(item.indices, rank, world)
+            return item._replace(indices=part), weight
         return distributed.shard(item, rank, world)
 
     def _rows(self) -> tuple[int, int]:
         ctx = distributed.context()
-        return distributed.rows_of(self.stream_in.size(0), ctx.rank, ctx.world)
+        return distributed.rows_of(self._num_rows, ctx.rank, ctx.world)
 
     def make_batch(self, item: Any) -> dict[str, Any]:
+        if isinstance(item, StreamBatch):
+            assert self._sentences is not None
+            return sentence_batch(self._sentences.pairs(item)[0])
         if self.regime == "sentence":
             return sentence_batch([self.train[i] for i in item])
         if not isinstance(item, StreamWindow):
@@ -142,6 +182,9 @@ class LMTask:
                                f"{k - 1}, but the task holds the state for {self._carried_next}; on resume, load "
                                "it with LMTask.load_extras(checkpoint)")
         self._current = (epoch, k)
+        if self._rows_reader is not None:
+            inputs, targets = self._rows_reader.window(k, item.lo, item.hi)
+            return {"kind": "train", "window": k, "inputs": inputs, "targets": targets}
         lo, hi = k * self.cfg.bptt, (k + 1) * self.cfg.bptt
         rows = slice(item.lo, item.hi)
         return {"kind": "train", "window": k, "inputs": self.stream_in[rows, lo:hi],
@@ -202,7 +245,14 @@ class LMTask:
                 parts = ctx.all_gather_object(distributed.to_device(state, "cpu") if state is not None else None)
                 state = None if any(p is None for p in parts) else cat_state(parts)
             extras["lm_stream"] = {"next": self._carried_next, "state": state}
+        if self._sentences is not None:
+            extras["lm_sentence_stream"] = self._sentence_stream_key()
         return extras
+
+    def _sentence_stream_key(self) -> dict[str, int]:
+        assert self._sentences is not None
+        return {"buffer": self._sentences.buffer, "sentences": self._sentences.num_pairs,
+                "batches": self._sentences.num_batches}
 
     def check_compatible(self, checkpoint: dict[str, Any]) -> None:
         """Refuse a checkpoint trained with another vocabulary (ValueError)."""
@@ -215,6 +265,11 @@ class LMTask:
         """Restore what :meth:`checkpoint_extras` saved (the trainer's ``restore`` calls it): the carried
         stream state, of this rank's rows under DDP."""
         self.check_compatible(checkpoint)
+        if self._sentences is not None and checkpoint.get("lm_sentence_stream") != self._sentence_stream_key():
+            raise ValueError(f"--stream-buffer {self._sentences.buffer}: the checkpoint's data stream differs "
+                             f"(checkpoint {checkpoint.get('lm_sentence_stream')}, now "
+                             f"{self._sentence_stream_key()}); resume with the same text, --stream-buffer, "
+                             "--max-len and batch settings")
         if self.regime == "stream" and "lm_stream" in checkpoint:
             nxt = checkpoint["lm_stream"]["next"]
             self._carried_next = tuple(nxt) if nxt is not None else None
@@ -227,10 +282,19 @@ class LMTask:
 
 def build_task(cfg: LMDataConfig, vocab: Vocabulary, *, batch_size: int, max_tokens: int | None, seed: int,
                vocab_path: str = "", loss_norm: str = "token") -> LMTask:
-    train = read_sentences(train_path := cfg.resolve_text("train"), cfg.max_train_sentences)
+    """The task of ``cfg``; with ``--stream-buffer`` the training text stays on disk (dev is in memory)."""
+    streamed = cfg.stream_buffer is not None
+    train_path = cfg.resolve_text("train")
+    train = None
+    if streamed:
+        if next(iter_words(train_path, 1), None) is None:
+            raise DataError(f"{train_path}: empty file (no training sentences)")
+    else:
+        train = read_sentences(train_path, cfg.max_train_sentences)
     dev = read_sentences(valid_path := cfg.resolve_text("valid"), cfg.max_valid_sentences)
     for path, lines, what in ((train_path, train, "training"), (valid_path, dev, "validation")):
-        if not lines:
+        if lines is not None and not lines:
             raise DataError(f"{path}: empty file (no {what} sentences)")
-    return LMTask(cfg, vocab, encode_all(vocab, train), encode_all(vocab, dev), batch_size=batch_size,
-                  max_tokens=max_tokens, seed=seed, vocab_path=vocab_path, loss_norm=loss_norm)
+    return LMTask(cfg, vocab, None if train is None else encode_all(vocab, train), encode_all(vocab, dev),
+                  batch_size=batch_size, max_tokens=max_tokens, seed=seed, vocab_path=vocab_path,
+                  loss_norm=loss_norm)

@@ -21,7 +21,7 @@ from nmt.checkpoint import load_checkpoint
 from nmt.data.io import atomic_write
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.errors import UsageError
-from nmt.lm_data import LOSS_NORMS, LMDataConfig, check_word_vocab, read_sentences
+from nmt.lm_data import LOSS_NORMS, LMDataConfig, check_word_vocab, iter_sentences
 from nmt.lm_task import build_task
 from nmt.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
 from nmt.train import Trainer
@@ -82,7 +82,7 @@ def _vocabulary(data: LMDataConfig, out: Path, resume: bool, write: bool = True)
     else:
         limit = None if data.vocab_from_full_train else data.max_train_sentences
         train_path = data.resolve_text("train")
-        vocab = Vocabulary.build(read_sentences(train_path, limit), max_size=data.vocab_size,
+        vocab = Vocabulary.build(iter_sentences(train_path, limit), max_size=data.vocab_size,
                                  min_count=data.vocab_min_count)
         how = f"built from {train_path}" + (f" (first {limit} lines)" if limit else "")
         if data.vocab and write:
@@ -114,7 +114,8 @@ def run_lm_training(ctx: distributed.DistContext, name: str, arch: str, model_cl
                 print(f"nmt-lm-train: --overwrite: removed {path}", file=sys.stderr)
         out.mkdir(parents=True, exist_ok=True)
     model = model_cls.from_config(model_cfg, len(vocab))
-    resolved = {"task": "lm", "arch": arch, "data": dataclasses.asdict(data), "model": dataclasses.asdict(model_cfg),
+    data_dict = {k: v for k, v in dataclasses.asdict(data).items() if k != "stream_buffer" or v is not None}
+    resolved = {"task": "lm", "arch": arch, "data": data_dict, "model": dataclasses.asdict(model_cfg),
                 "optim": dataclasses.asdict(optim), "loop": dataclasses.asdict(loop),
                 "vocab": {"path": vocab_path, "size": len(vocab), "fingerprint": vocab.fingerprint()}}
     last_path = out / "checkpoint_last.pt"
@@ -141,7 +142,7 @@ def run_lm_training(ctx: distributed.DistContext, name: str, arch: str, model_cl
     if ctx.is_main:
         procs = f"; {ctx.world} processes ({ctx.backend})" if ctx.enabled else ""
         print(f"nmt-lm-train: {arch} ({name}), {model.num_parameters():,} parameters; vocabulary {len(vocab):,} "
-              f"({vocab_how}); {len(task.train):,} training lines ({task.num_dropped} dropped by --max-len), "
+              f"({vocab_how}); {task.num_lines:,} training lines ({task.num_dropped} dropped by --max-len), "
               f"{task.train_tokens:,} tokens incl. </s>; {len(task.dev):,} validation lines; regime {data.regime}, "
               f"{task.num_batches} batches per epoch{procs}", file=sys.stderr)
     start = time.perf_counter()
@@ -159,7 +160,7 @@ def run_lm_training(ctx: distributed.DistContext, name: str, arch: str, model_cl
     if not trained_tokens and previous.is_file():  # a resume with nothing left to do keeps the measured rate
         throughput = json.loads(previous.read_text(encoding="utf-8")).get("train_tokens_per_s")
     summary = {"arch": arch, "preset": name, "regime": data.regime, "num_parameters": model.num_parameters(),
-               "vocab_size": len(vocab), "train_lines": len(task.train), "train_tokens": task.train_tokens,
+               "vocab_size": len(vocab), "train_lines": task.num_lines, "train_tokens": task.train_tokens,
                "epochs": state.epoch, "updates": state.step,
                "best_dev_loss": best["dev_loss"] if best else None,
                "best_dev_ppl": best["dev_ppl"] if best else None, "dev_tokens": best["dev_tokens"] if best else None,

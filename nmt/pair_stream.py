@@ -1,7 +1,11 @@
-"""The unique pairs of a phrase table as a stream: shuffle windows of N pairs, length-bucketed batches, exact resume.
+"""Training pairs read as a stream: shuffle windows of N pairs, length-bucketed batches, exact resume.
 
-``nmt-train --phrase-table T --stream-buffer N`` trains without holding the
-table's pairs in memory. The table is read with the strict reader
+``nmt-train --stream-buffer N`` trains without holding the training pairs in
+memory. The source of pairs is a function re-run every epoch: the unique pairs of
+a phrase table (``--phrase-table``, :func:`unique_pairs_in_order`), the sentence
+pairs of two aligned files (:func:`sentence_pairs_in_order`), or the sentences of
+an LM text (``nmt-lm-train --stream-buffer``, :mod:`nmt.lm_stream`, target side
+empty, its own batcher). A table is read with the strict reader
 (:func:`nmt.formats.phrase_table_reader.iter_phrase_table`: a bad line stops
 with ``FILE:LINE``) every epoch. A Moses table is sorted by source phrase, so the
 lines of one source are adjacent and uniqueness is checked per source group (no
@@ -32,6 +36,8 @@ from nmt.data.batching import bucketed_batches
 from nmt.data.io import DataError
 
 Encode = Callable[[list[str]], list[int]]
+Pairs = Callable[[dict[str, int] | None], Iterator[tuple[Sequence[str], Sequence[str]]]]
+Batcher = Callable[..., list[np.ndarray]]
 
 
 class StreamBatch(NamedTuple):
@@ -73,6 +79,25 @@ def unique_pairs_in_order(table: str, max_len: int, counts: dict[str, int] | Non
         counts["unique"], counts["dropped"] = unique, dropped
 
 
+def sentence_pairs_in_order(src_path: str, tgt_path: str, max_len: int, counts: dict[str, int] | None = None
+                            ) -> Iterator[tuple[list[str], list[str]]]:
+    """The tokenized sentence pairs of two aligned files in file order, at most ``max_len`` tokens a side
+    (strict reader: FILE:LINE on a bad line or a length mismatch). ``counts`` receives ``unique`` (pairs
+    read) and ``dropped``."""
+    from nmt.data.io import iter_parallel
+
+    read = dropped = 0
+    for s, t in iter_parallel(src_path, tgt_path):
+        read += 1
+        src, tgt = s.split(), t.split()
+        if len(src) > max_len or len(tgt) > max_len:
+            dropped += 1
+        else:
+            yield src, tgt
+    if counts is not None:
+        counts["unique"], counts["dropped"] = read, dropped
+
+
 class _Window:
     """The encoded pairs of one window as flat int32 arrays, and its planned batches."""
 
@@ -89,20 +114,30 @@ class _Window:
 
 
 class PairStream:
-    """The streamed unique pairs of ``table``: counts (first pass) and the batch plan of every epoch."""
+    """The streamed pairs of ``table``: counts (first pass) and the batch plan of every epoch.
+
+    ``pairs``: the source of pairs, called with a counts dict (or None) once per read (default: the unique
+    pairs of the phrase table ``table``; otherwise ``table`` only names the data in messages). ``batcher``:
+    the planner of a window's batches, called like :func:`~nmt.data.batching.bucketed_batches`.
+    ``plain_first_window``: seed window 0 with ``epoch`` alone (the others with ``(epoch, window)``), so
+    a window holding every pair plans the in-memory batches of every epoch (new sources; a table's
+    stream keeps its seeding)."""
 
     def __init__(self, table: str, encode_src: Encode, encode_tgt: Encode, *, max_len: int, buffer: int,
-                 batch_size: int, max_tokens: int | None, seed: int):
+                 batch_size: int, max_tokens: int | None, seed: int, pairs: Pairs | None = None,
+                 batcher: Batcher = bucketed_batches, plain_first_window: bool = False):
         if buffer < 1:
             raise ValueError(f"--stream-buffer must be at least 1 (got {buffer})")
         self.table, self.max_len, self.buffer = table, max_len, buffer
+        self.read_pairs: Pairs = pairs or (lambda counts: unique_pairs_in_order(table, max_len, counts))
+        self.batcher, self.plain_first_window = batcher, plain_first_window
         self.encode_src, self.encode_tgt = encode_src, encode_tgt
         self.batch_size, self.max_tokens, self.seed = batch_size, max_tokens, seed
         counts: dict[str, int] = {"unique": 0, "dropped": 0}
         self.window_batches: list[int] = []   # number of batches of each window (the same every epoch)
         self.num_pairs = 0
         lengths: list[int] = []
-        for src, tgt in unique_pairs_in_order(table, max_len, counts):
+        for src, tgt in self.read_pairs(counts):
             lengths.append(max(len(src), len(tgt)))
             self.num_pairs += 1
             if len(lengths) == buffer:
@@ -111,17 +146,18 @@ class PairStream:
         if lengths:
             self.window_batches.append(self._count_batches(lengths))
         self.num_unique, self.num_dropped = counts["unique"], counts["dropped"]
+        self.counts = counts  # what the source of pairs counted (its own keys too)
         self.first_batch = np.cumsum([0] + self.window_batches).tolist()  # epoch index of each window's first batch
         self._reader: Iterator[tuple[int, _Window]] | None = None
         self._next_window = 0        # the window the open reader yields next
         self._current: tuple[int, int, _Window, list[np.ndarray]] | None = None  # epoch, window, data, batches
 
     def _batches(self, data: _Window, epoch: int, w: int) -> list[np.ndarray]:
-        return bucketed_batches(data.lengths, batch_size=self.batch_size, max_tokens=self.max_tokens,
-                                seed=self.seed, epoch=(epoch << 32) | w)
+        return self.batcher(data.lengths, batch_size=self.batch_size, max_tokens=self.max_tokens,
+                            seed=self.seed, epoch=epoch if w == 0 and self.plain_first_window else (epoch << 32) | w)
 
     def _count_batches(self, lengths: list[int]) -> int:
-        return len(bucketed_batches(lengths, batch_size=self.batch_size, max_tokens=self.max_tokens, shuffle=False))
+        return len(self.batcher(lengths, batch_size=self.batch_size, max_tokens=self.max_tokens, shuffle=False))
 
     @property
     def num_batches(self) -> int:
@@ -134,7 +170,7 @@ class PairStream:
         src: list[list[int]] = []
         tgt: list[list[int]] = []
         w = start
-        for k, (s, t) in enumerate(unique_pairs_in_order(self.table, self.max_len)):
+        for k, (s, t) in enumerate(self.read_pairs(None)):
             if k < skip:
                 continue
             src.append(self.encode_src(list(s)))

@@ -15,7 +15,7 @@ from nmt import distributed
 from nmt.config import field
 from nmt.data.batching import pair_batch, bucketed_batches
 from nmt.data.io import DataError, read_parallel
-from nmt.pair_stream import PairStream, StreamBatch
+from nmt.pair_stream import PairStream, StreamBatch, sentence_pairs_in_order
 from nmt.data.special import PAD
 from nmt.data.vocab import Vocabulary, load_vocab
 
@@ -33,9 +33,10 @@ class TranslationDataConfig:
     tgt_vocab: str | None = field(None, help="target vocabulary (default: DATA_DIR/vocab.TGT.tsv)")
     phrase_table: str | None = field(None, help="train on the unique pairs of this Moses phrase table instead "
                                                 "of sentence pairs (frequencies ignored, as in the paper)")
-    stream_buffer: int | None = field(None, help="with --phrase-table: read the table as a stream each epoch and "
-                                                 "shuffle its unique pairs in windows of N (memory bounded by N, "
-                                                 "not by the table; default: all pairs in memory)")
+    stream_buffer: int | None = field(None, help="read the training pairs (the train files, or the unique pairs of "
+                                                 "--phrase-table) as a stream each epoch and shuffle them in "
+                                                 "windows of N pairs (memory bounded by N, not by the corpus; "
+                                                 "default: all pairs in memory)")
     max_len: int = field(80, help="drop training pairs longer than this many tokens on either side")
     dev_max_pairs: int | None = field(None, help="use only the first N dev pairs for validation")
     preset: str = field("cpu-small", help="model preset: cho2014 (paper sizes), cpu-base, cpu-small, tiny")
@@ -123,18 +124,22 @@ class TranslationTask:
         self._init_dev(cfg, dev_batch_size)
 
     def _init_stream(self, cfg: TranslationDataConfig, batching: tuple[int, int | None, int] | None) -> None:
-        if not cfg.phrase_table:
-            raise ValueError("--stream-buffer needs --phrase-table (sentence pairs are read into memory)")
         if batching is None:
             raise ValueError("--stream-buffer: TranslationTask needs batching=(batch_size, max_tokens, seed)")
         batch_size, max_tokens, seed = batching
-        self._stream = PairStream(cfg.phrase_table, self.src_vocab.encode, self.tgt_vocab.encode,
+        where, pairs = cfg.phrase_table, None
+        if not where:  # sentence pairs of the train files, in file order
+            where, tgt_path = self.paths["train_src"], self.paths["train_tgt"]
+            def pairs(counts):
+                return sentence_pairs_in_order(where, tgt_path, cfg.max_len, counts)
+        self._stream = PairStream(where, self.src_vocab.encode, self.tgt_vocab.encode,
                                   max_len=cfg.max_len, buffer=cfg.stream_buffer, batch_size=batch_size,
-                                  max_tokens=max_tokens, seed=seed)
+                                  max_tokens=max_tokens, seed=seed, pairs=pairs, plain_first_window=pairs is not None)
         if self._stream.num_unique == 0:
-            raise DataError(f"{cfg.phrase_table}: no phrase pairs to train on")
+            raise DataError(f"{where}: no phrase pairs to train on" if cfg.phrase_table else
+                            f"{where}: empty file, and so is {self.paths['train_tgt']} (no training pairs)")
         if self._stream.num_pairs == 0:
-            raise DataError(f"{cfg.phrase_table}: all {self._stream.num_unique} training pairs have more than "
+            raise DataError(f"{where}: all {self._stream.num_unique} training pairs have more than "
                             f"--max-len {cfg.max_len} tokens on a side; nothing left to train on")
         self.num_dropped, self.num_train = self._stream.num_dropped, self._stream.num_pairs
         self.train_src, self.train_tgt = [], []  # not held: batches come from the stream

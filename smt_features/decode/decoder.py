@@ -21,16 +21,19 @@ from collections.abc import Mapping, Sequence
 
 from smt_features.decode import fast_search
 from smt_features.decode.hypothesis import (
-    H_ARCS, H_DIST, H_LAST, H_LM, H_OPT, H_SCORE, H_START, NEG_INF, O_TGT, O_VEC, DecodeResult, Translation, chain,
+    H_ARCS, H_DIST, H_LAST, H_LM, H_OPT, H_SCORE, H_START, NEG_INF, O_LR, O_TGT, O_VEC, DecodeResult, Translation,
+    chain,
 )
 from smt_features.decode.options import SearchOptions
 from smt_features.decode.search_tables import SearchTables, future_cost_table
 from smt_features.decode.stack_search import StackSearch
+from smt_features.decode.stack_search_lr import ReorderingStackSearch
 from smt_features.decode.table import PhraseTable
 from smt_features.model.features import (
     DistortionFeature, Feature, FeatureSet, PhraseTableFeature,
 )
 from smt_features.model.kenlm_feature import KenLMFeature
+from smt_features.model.reordering import LexicalReorderingFeature
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,8 @@ class Decoder:
 
     ``features``: the model's features in order (one
     :class:`PhraseTableFeature`, any stateless features, at most one
-    :class:`DistortionFeature`, any number of :class:`KenLMFeature`);
+    :class:`DistortionFeature`, at most one :class:`LexicalReorderingFeature`,
+    any number of :class:`KenLMFeature`);
     ``weights``: ``{feature name: [λ…]}`` or a flat list in feature order;
     ``table``: the phrase table of the translation-model feature.
 
@@ -69,8 +73,14 @@ class Decoder:
             raise ValueError("at most one Distortion feature")
         self.distortion: DistortionFeature | None = dist[0] if dist else None  # type: ignore[assignment]
         self.lms: list[KenLMFeature] = self.features.of_kind(KenLMFeature)  # type: ignore[assignment]
+        lrs = self.features.of_kind(LexicalReorderingFeature)
+        if len(lrs) > 1:
+            raise ValueError("at most one LexicalReordering feature")
+        self.reordering: LexicalReorderingFeature | None = lrs[0] if lrs else None  # type: ignore[assignment]
+        self._lr_offset = (self.features.offsets[self.features.index(self.reordering.name)]
+                           if self.reordering is not None else None)
         for f in self.features:
-            if f.stateful and not isinstance(f, (DistortionFeature, KenLMFeature)):
+            if f.stateful and not isinstance(f, (DistortionFeature, KenLMFeature, LexicalReorderingFeature)):
                 raise ValueError(f"stateful feature {f.name} ({type(f).__name__}) is not supported by the decoder")
         self._stateless = [(f, self.features.offsets[i]) for i, f in enumerate(self.features) if not f.stateful]
         self._lm_offsets = [self.features.offsets[self.features.index(lm.name)] for lm in self.lms]
@@ -103,7 +113,9 @@ class Decoder:
         self.tables = SearchTables(
             size=self.features.size, stateless=self._stateless, lms=self.lms, weights=vec,
             w_dist=vec[self._dist_offset] if self._dist_offset is not None else 0.0,
-            w_lms=[vec[o] for o in self._lm_offsets], table=self.table, options=self.options, table_limit=limit)
+            w_lms=[vec[o] for o in self._lm_offsets], table=self.table, options=self.options, table_limit=limit,
+            reordering=self.reordering,
+            w_lr=vec[self._lr_offset:self._lr_offset + 6] if self._lr_offset is not None else None)
 
     def weight_dict(self) -> dict[str, list[float]]:
         return self.features.split(self.weights)
@@ -151,7 +163,8 @@ class Decoder:
         """The Python stack search: ``(best final hypothesis or None, stats)``; the final hypotheses (best
         first) are left in ``final_hyps``."""
         self.final_hyps = []
-        final, finals, stats = StackSearch(self.tables, self.lms, self.options, words, keep_arcs).run()
+        search = ReorderingStackSearch if self.reordering is not None else StackSearch
+        final, finals, stats = search(self.tables, self.lms, self.options, words, keep_arcs).run()
         self.final_hyps = finals
         return final, stats
 
@@ -187,6 +200,10 @@ class Decoder:
                 values[off] += v
             tokens.extend(opt[O_TGT])
             segments.append((h[H_START], h[H_LAST], opt[O_TGT]))
+        if self._lr_offset is not None:
+            steps = [(h[H_START], h[H_LAST], h[H_OPT][O_LR]) for h in reversed(nodes)]
+            for i, v in enumerate(LexicalReorderingFeature.path_values(steps)):
+                values[self._lr_offset + i] += v
         return Translation(tokens, score, values, segments)
 
     def _nbest(self, finals: list[list], n: int, distinct: bool) -> list[Translation]:

@@ -14,13 +14,13 @@ bounds, table limit, span order); each option is registered once with the
 core (its weighted stateless score, future score, bound, target word ids,
 model-side LM words and per-position LM bounds). Per sentence the core gets
 the option ids of every span and does the search — KenLM, distance
-distortion, stacks, recombination arcs and n-best extraction — and returns
+distortion, lexicalized reordering (each option's six log values and forward-values id), stacks, recombination arcs and n-best extraction — and returns
 only the hypotheses on the best path and on the n-best paths, which
 :meth:`Decoder.path_translation` turns into :class:`Translation` objects as
 before.
 
 ``search='auto'`` (default) uses the core when the extension imports and the
-model is one it handles (KenLM and distance distortion as the only stateful
+model is one it handles (KenLM, distance distortion and lexicalized reordering as the only stateful
 features, each LM loadable from its file and scoring exactly as the Python
 ``kenlm`` module does); otherwise the Python search runs (one log line says
 why). ``'compiled'`` raises when the extension is missing; ``'python'`` never
@@ -36,16 +36,17 @@ from pathlib import Path
 from nmt.errors import UsageError
 
 from smt_features.decode.hypothesis import (
-    H_ARCS, H_COV, H_SCORE, O_FUT, O_LMW, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult, chain,
+    H_ARCS, H_COV, H_SCORE, O_FID, O_FUT, O_LMW, O_LR, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult, chain,
 )
 from smt_features.model.features import LN10, DistortionFeature
 from smt_features.model.kenlm_feature import KenLMFeature
+from smt_features.model.reordering import LexicalReorderingFeature
 
 log = logging.getLogger(__name__)
 
 BUILD_COMMAND = "bash third_party/build_search.sh"
 SEARCH_MODES = ("python", "compiled", "auto")
-ABI_VERSION = 1
+ABI_VERSION = 2
 STAT_KEYS = ("expanded", "created", "recombined", "discarded", "pruned", "lm_misses", "lm_states", "bounded",
              "abandoned")
 _FOUND, _NO_HYPOTHESIS, _EMPTY_FINALS = 0, 1, 2
@@ -82,7 +83,7 @@ def _model_path(lm: KenLMFeature) -> str | None:
 def unsupported_reason(decoder) -> str | None:
     """Why the compiled core cannot run this decoder's model, or None when it can."""
     for f in decoder.features:
-        if f.stateful and type(f) not in (KenLMFeature, DistortionFeature):
+        if f.stateful and type(f) not in (KenLMFeature, DistortionFeature, LexicalReorderingFeature):
             return f"stateful feature {f.name} ({type(f).__name__}) is not handled by the compiled search"
     for lm in decoder.lms:
         if _model_path(lm) is None:
@@ -186,7 +187,8 @@ class FastSearch:
                     if cid is None:
                         cid = reg[id(o)] = len(opts)
                         opts.append(o)
-                        new.append((o[O_TID], o[O_SL], o[O_FUT], o[O_UB], o[O_WIDS], o[O_REST], o[O_LMW]))
+                        new.append((o[O_TID], o[O_SL], o[O_FUT], o[O_UB], o[O_WIDS], o[O_REST], o[O_LMW],
+                                    o[O_LR], o[O_FID]))
                     flat.append(cid)
         if new:
             try:
@@ -203,7 +205,8 @@ class FastSearch:
         tables = self.decoder.tables
         return self.core.search(len(words), spans, o.stack_size, o.beam_width,
                                 o.early_discarding_width, o.distortion_limit, tables.w_dist, tuple(tables.w_lms),
-                                keep_arcs, nbest, distinct, max_paths, graph)
+                                keep_arcs, nbest, distinct, max_paths, graph,
+                                None if tables.w_lr is None else tuple(tables.w_lr))
 
     def _supported_length(self, n: int) -> bool:
         if n == 0:

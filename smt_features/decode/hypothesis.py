@@ -6,8 +6,10 @@ compiled core behind :mod:`smt_features.decode.fast_search`) share these layouts
 * a **translation option** is a tuple indexed by the ``O_*`` constants: target-phrase
   id, target words, weighted stateless score, stateless values, future score
   (stateless + LM estimate), LM-side words per LM, upper bound of the weighted
-  score in context, target word ids, and ``O_REST[i]``: the bound of the weighted
-  LM score of the words after position ``i``;
+  score in context, target word ids, ``O_REST[i]``: the bound of the weighted
+  LM score of the words after position ``i``, then the pair's six lexicalized-reordering
+  log values (``O_LR``, None when the model has no such feature or the table lacks the pair)
+  and the id of its three forward values (``O_FID``, 0 for None; equal values, equal ids);
 * a **hypothesis** is a list indexed by the ``H_*`` constants: total (score +
   future cost), score, coverage bitmask, end of the last source phrase, LM state
   id, previous hypothesis, option, raw LM values, distortion value,
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 
 NEG_INF = float("-inf")
 
-O_TID, O_TGT, O_SL, O_VEC, O_FUT, O_LMW, O_UB, O_WIDS, O_REST = range(9)
+O_TID, O_TGT, O_SL, O_VEC, O_FUT, O_LMW, O_UB, O_WIDS, O_REST, O_LR, O_FID = range(11)
 H_TOTAL, H_SCORE, H_COV, H_LAST, H_SID, H_PREV, H_OPT, H_LM, H_DIST, H_ARCS, H_START = range(11)
 #: cache keys of LM transitions: state id * stride + phrase (or word) id
 TID_STRIDE = 1 << 32

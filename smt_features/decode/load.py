@@ -14,6 +14,7 @@ from smt_features.model.features import (
 )
 from smt_features.model.kenlm_feature import KenLMFeature
 from smt_features.model.moses_ini import MosesIniError, check_feature_files, resolve_feature_path
+from smt_features.model.reordering import NUM_VALUES, LexicalReorderingFeature, check_type
 
 STATELESS_TYPES = {"WordPenalty": WordPenaltyFeature, "PhrasePenalty": PhrasePenaltyFeature}
 
@@ -32,7 +33,7 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
     check_feature_files(config, only={
         fl.name for fl in config.features
         if (fl.type.startswith("PhraseDictionary") and table is None)
-        or (fl.type == "KENLM" and (lm_scorers or {}).get(fl.name) is None)})
+        or (fl.type == "KENLM" and (lm_scorers or {}).get(fl.name) is None) or fl.type == "LexicalReordering"})
     if options is None:
         options = search_options_from_config(config)
     features: list[Feature] = []
@@ -89,12 +90,34 @@ def _feature(fl, config, options: SearchOptions, table_limit: int | None, lm_sco
                                 f"cannot load KenLM model {path}: {detail}") from None
     if fl.type == "Distortion":
         return DistortionFeature(fl.name, 1, tuneable is not False, extra)
+    if fl.type == "LexicalReordering":
+        return _reordering_feature(fl, config, tuneable is not False, extra)
     if fl.type in STATELESS_TYPES:
         return STATELESS_TYPES[fl.type](fl.name, 1, tuneable is not False, extra)
     if fl.type == "UnknownWordPenalty":
         return UnknownWordPenaltyFeature(fl.name, 1, tuneable is True, extra)
     raise MosesIniError(config.path or "<moses.ini>", fl.line_no,
                         f"feature type {fl.type!r} is not supported by this decoder")
+
+
+def _reordering_feature(fl, config, tuneable: bool, extra: dict) -> LexicalReorderingFeature:
+    """A ``LexicalReordering`` line: msd-bidirectional-fe, its table read like a phrase table (sidecar too)."""
+    where = config.path or "<moses.ini>"
+    why = check_type(fl.get("type"))
+    if why is None and fl.get("num-features", str(NUM_VALUES)) != str(NUM_VALUES):
+        why = f"num-features={fl.get('num-features')}, but msd-bidirectional-fe has {NUM_VALUES} scores"
+    unknown = sorted(set(extra) - {"type", "num-features", "input-factor", "output-factor", "path", "tuneable"})
+    if why is None and unknown:
+        why = f"argument(s) {', '.join(unknown)} not supported"
+    if why is not None:
+        raise MosesIniError(where, fl.line_no, f"{fl.name}: {why}")
+    path = resolve_path(fl.get("path"), config)
+    table = load_phrase_table(path)
+    if not len(table):
+        raise DataError(f"{path}: empty reordering table (no phrase pairs)")
+    if table.num_scores != NUM_VALUES:
+        raise DataError(f"{path}: {table.num_scores} score(s) per line, a {fl.get('type')} table has {NUM_VALUES}")
+    return LexicalReorderingFeature(fl.name, NUM_VALUES, tuneable, extra, table=table, path=fl.get("path"))
 
 
 def resolve_path(path: str | None, config) -> str:

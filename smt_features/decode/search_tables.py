@@ -16,7 +16,11 @@
   LM weight times an upper bound of ``ln p(word | history)`` (for the first
   ``order - 1`` words the best probability of any n-gram ending in the word, read
   from the ARPA file beside the KenLM binary; for later words the exact value,
-  their history lying inside the phrase).
+  their history lying inside the phrase), plus, with a lexicalized reordering
+  feature, the most its own (backward) reordering value can add.
+* **Lexicalized reordering** (:mod:`smt_features.model.reordering`): each option
+  carries its pair's six log values and an id of its three forward values
+  (equal values, equal ids: the recombination key of the searches).
 
 A new weight vector gets new tables (``Decoder.set_weights``); the compiled core
 notices by identity and forgets the options it registered.
@@ -37,7 +41,8 @@ class SearchTables:
     phrases and words."""
 
     def __init__(self, *, size: int, stateless: list, lms: list, weights: list[float], w_dist: float,
-                 w_lms: list[float], table: PhraseTable, options: SearchOptions, table_limit: int) -> None:
+                 w_lms: list[float], table: PhraseTable, options: SearchOptions, table_limit: int,
+                 reordering=None, w_lr: list[float] | None = None) -> None:
         self.size = size
         self.stateless = stateless  # [(feature, offset)]
         self.lms = lms
@@ -52,6 +57,9 @@ class SearchTables:
         self.bound_cache: dict[tuple[str, ...], list[tuple]] = {}  # options_for's lists, by upper bound
         self.phrase_ids: dict[tuple[str, ...], int] = {}
         self.word_ids: dict[str, int] = {}
+        self.reordering = reordering  # a LexicalReorderingFeature or None
+        self.w_lr = w_lr  # its six weights (None without it)
+        self.fwd_ids: dict = {None: 0}
 
     def make_option(self, src: tuple[str, ...], tgt: tuple[str, ...], scores) -> tuple:
         vec = [0.0] * self.size
@@ -72,8 +80,16 @@ class SearchTables:
                         pos_bounds[i] += wl * b
                 else:  # a negative LM weight: no bound
                     bounded = False
+        lr = fid = None
+        if self.reordering is not None:
+            lr = self.reordering.scores(src, tgt) if scores is not None else None
+            fid = self.fwd_ids.get(None if lr is None else lr[3:])
+            if fid is None:
+                fid = self.fwd_ids[lr[3:]] = len(self.fwd_ids)
         if bounded:
             ub = sl + sum(pos_bounds)
+            if self.reordering is not None:
+                ub += self.reordering.backward_bound(self.w_lr, lr)
             rest = [0.0] * len(tgt)
             for i in range(len(tgt) - 2, -1, -1):
                 rest[i] = rest[i + 1] + pos_bounds[i + 1]
@@ -89,7 +105,7 @@ class SearchTables:
             if wid is None:
                 wid = self.word_ids[word] = len(self.word_ids)
             wids.append(wid)
-        return (tid, tgt, sl, tuple(vec), fut, lm_words, ub, tuple(wids), tuple(rest))
+        return (tid, tgt, sl, tuple(vec), fut, lm_words, ub, tuple(wids), tuple(rest), lr, fid or 0)
 
     def options_for(self, src: tuple[str, ...]) -> list[tuple]:
         """The ranked, table-limited options of a source phrase (cached); ``[]`` if the table lacks it."""

@@ -186,10 +186,14 @@ class StackSearch:
             if len(keep) == S and keep[-1][H_TOTAL] > self.thr[k]:
                 self.thr[k] = keep[-1][H_TOTAL]
             stk.clear()
-            endbits, n = self.endbits, self.n
+            key_of = self.key_of
             for h in keep:
-                stk[(((h[H_SID] << endbits) | h[H_LAST]) << n) | h[H_COV]] = h
+                stk[key_of(h)] = h
         return keep
+
+    def key_of(self, h: list) -> int:
+        """The recombination key of ``h``: LM state id, end of the last source phrase, coverage."""
+        return (((h[H_SID] << self.endbits) | h[H_LAST]) << self.n) | h[H_COV]
 
     def place(self, k2: int, rkey: int, new_h: list) -> None:
         """Put ``new_h`` into stack ``k2``: a new hypothesis, or recombined with the one of the same ``rkey``."""

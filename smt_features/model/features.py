@@ -33,6 +33,15 @@ LM0 (KENLM)            ``ln p(e_j | history)`` of each target word,      0.5
 Distortion0            ``-|start_i - end_{i-1} - 1|`` (end_0 = -1,        0.3
                        so a first phrase starting at word s costs -s);
                        no cost for the end of the sentence
+LexicalReordering0     six values, Moses's msd-bidirectional-fe:         0.3 each
+                       ``max(ln p, -100)`` of the reordering table's
+                       probability of the phrase's orientation (mono /
+                       swap / discontinuous w.r.t. the previous source
+                       span; a first phrase is mono iff it starts at 0)
+                       — its own pair's prev-probability (values 0-2)
+                       and the previous pair's next-probability (3-5);
+                       0 for pairs not in the table; no future cost
+                       (:mod:`smt_features.model.reordering`)
 WordPenalty0           ``-(number of target words)``; with Moses's       -1
                        default weight -1 each word *adds* +1 to the
                        score (a word bonus, tuned by MERT)

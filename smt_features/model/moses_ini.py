@@ -62,7 +62,7 @@ SEARCH_SECTION_ALIASES = {
 }
 KNOWN_FEATURE_TYPES = (
     "PhraseDictionaryMemory", "PhraseDictionaryCompact", "PhraseDictionaryBinary", "PhraseDictionaryOnDisk",
-    "KENLM", "Distortion", "WordPenalty", "PhrasePenalty", "UnknownWordPenalty",
+    "KENLM", "Distortion", "WordPenalty", "PhrasePenalty", "UnknownWordPenalty", "LexicalReordering",
 )
 _WEIGHT_NAME = re.compile(r"^(\S+)=$")
 
@@ -311,9 +311,9 @@ def _validate(cfg: MosesConfig) -> None:
                 raise MosesIniError(path, f.line_no, "num-features must be >= 1")
             if f.get("path") is None:
                 raise MosesIniError(path, f.line_no, f"{f.type} {f.name} needs path=")
-        elif f.type == "KENLM":
+        elif f.type in ("KENLM", "LexicalReordering"):
             if f.get("path") is None:
-                raise MosesIniError(path, f.line_no, f"KENLM {f.name} needs path=")
+                raise MosesIniError(path, f.line_no, f"{f.type} {f.name} needs path=")
         if "num-features" in f.args and not f.type.startswith("PhraseDictionary"):
             try:
                 n_expected = int(f.args["num-features"])

@@ -31,8 +31,15 @@ def with_rescored_table(cfg: MosesConfig, table: str, new_columns: int, *, featu
 
 
 def default_config(phrase_table: str, lm: str, *, num_tm_features: int = 4, lm_order: int = 5,
-                   table_limit: int = 20, distortion_limit: int = 6) -> MosesConfig:
-    """The moses.ini ``train-model.perl`` writes for a distance-reordering system, with its default weights."""
+                   table_limit: int = 20, distortion_limit: int = 6, reordering_table: str | None = None) -> MosesConfig:
+    """The moses.ini ``train-model.perl`` writes for a distance-reordering system, with its default weights;
+    with ``reordering_table`` (``reordering-table.wbe-msd-bidirectional-fe.gz``) also its
+    ``msd-bidirectional-fe`` lexicalized reordering line (after the phrase table) and weights (0.3 each)."""
+    lr_line = lr_weights = ""
+    if reordering_table is not None:
+        lr_line = ("LexicalReordering name=LexicalReordering0 num-features=6 type=wbe-msd-bidirectional-fe-allff "
+                   f"input-factor=0 output-factor=0 path={reordering_table}\n")
+        lr_weights = "LexicalReordering0= 0.3 0.3 0.3 0.3 0.3 0.3\n"
     lines = f"""
 [input-factors]
 0
@@ -48,7 +55,7 @@ UnknownWordPenalty
 WordPenalty
 PhrasePenalty
 PhraseDictionaryMemory name=TranslationModel0 num-features={num_tm_features} path={phrase_table} input-factor=0 output-factor=0 table-limit={table_limit}
-Distortion
+{lr_line}Distortion
 KENLM name=LM0 factor=0 path={lm} order={lm_order}
 
 [weight]
@@ -56,7 +63,7 @@ UnknownWordPenalty0= 1
 WordPenalty0= -1
 PhrasePenalty0= 0.2
 TranslationModel0= {' '.join(['0.2'] * num_tm_features)}
-Distortion0= 0.3
+{lr_weights}Distortion0= 0.3
 LM0= 0.5
 """
     return parse_moses_ini(lines, "<default moses.ini>")

@@ -9,7 +9,11 @@
 // and threshold pruning, early discarding, bound pruning with word-by-word abandoning, LM caches
 // (per state and phrase, per state and word, </s> per state), state numbering, statistics and
 // recombination arcs, with the same floating-point operations in the same order, so that scores,
-// feature values and n-best lists are bit-identical to the Python search.
+// feature values and n-best lists are bit-identical to the Python search. With a lexicalized
+// reordering feature (Params::use_lr) it follows smt_features/decode/stack_search_lr.py: the span's
+// orientation adds the previous option's forward value to the span's base and each option's own
+// backward value to its stateless score; the recombination key adds the start of the last source
+// phrase and the id of its option's forward values.
 //
 // Built by third_party/build_search.sh (needs -DKENLM_MAX_ORDER to match the KenLM libraries).
 #define PY_SSIZE_T_CLEAN
@@ -49,7 +53,20 @@ struct OptRec {
   uint32_t tid;        // O_TID
   uint32_t off;        // first entry of this option in the per-word pools
   uint32_t nw;         // number of target words
+  bool has_lr;         // O_LR is not None
+  double lr[6];        // O_LR: six lexicalized-reordering log values
+  int32_t fid;         // O_FID: id of lr[3..5] (0 without them)
 };
+
+enum Orientation { MONO = 0, SWAP = 1, DISC = 2 };
+
+// smt_features.model.reordering.orientation
+inline int OrientationOf(int prev_start, int prev_end, int start, int end) {
+  if (prev_end < 0) return start == 0 ? MONO : DISC;
+  if (start == prev_end + 1) return MONO;
+  if (end + 1 == prev_start) return SWAP;
+  return DISC;
+}
 
 class Core {
  public:
@@ -86,6 +103,8 @@ struct Params {
   double w_d;
   std::vector<double> w_lms;
   bool keep_arcs;
+  bool use_lr = false;
+  double w_lr[6] = {0, 0, 0, 0, 0, 0};
 };
 
 struct Stats {
@@ -153,17 +172,22 @@ struct CovHash {
 };
 
 template <int W>
-struct RKey {  // recombination key: coverage, last source end, LM state id
+struct RKey {  // recombination key: coverage, last source end, LM state id (+ reordering: start, forward id)
   Cov<W> cov;
   int32_t sid = 0;
   int32_t last = 0;
-  bool operator==(const RKey &o) const { return sid == o.sid && last == o.last && cov == o.cov; }
+  int32_t start = 0;
+  int32_t fid = 0;
+  bool operator==(const RKey &o) const {
+    return sid == o.sid && last == o.last && start == o.start && fid == o.fid && cov == o.cov;
+  }
 };
 
 template <int W>
 struct RKeyHash {
   uint64_t operator()(const RKey<W> &k) const {
-    return mix64(k.cov.Hash() ^ ((uint64_t)(uint32_t)k.sid << 20) ^ (uint64_t)(uint32_t)k.last);
+    return mix64(k.cov.Hash() ^ ((uint64_t)(uint32_t)k.sid << 20) ^ (uint64_t)(uint32_t)k.last ^
+                 ((uint64_t)(uint32_t)k.start << 40) ^ ((uint64_t)(uint32_t)k.fid << 50));
   }
 };
 
@@ -199,6 +223,7 @@ class Searcher {
     const int dl = P_.dl;
     const double w_d = P_.w_d;
     const bool keep_arcs = P_.keep_arcs;
+    const bool use_lr = P_.use_lr;
     stacks_.assign(n + 1, std::vector<int32_t>());
     maps_.clear();
     for (int k = 0; k <= n; ++k) maps_.emplace_back(16);
@@ -221,6 +246,8 @@ class Searcher {
         const Cov<W> cov = covs_[hidx];
         const int last = hyps_[hidx].last;
         const int32_t sid = hyps_[hidx].sid;
+        const int prev_start = hyps_[hidx].start;
+        const OptRec *prev_opt = hyps_[hidx].opt >= 0 ? &core_.opts_[hyps_[hidx].opt] : nullptr;
         const uint64_t sid_base = (uint64_t)(uint32_t)sid << 32;
         const int first_gap = cov.FirstZero();
         for (int start = first_gap; start < n; ++start) {
@@ -238,11 +265,19 @@ class Searcher {
           for (const Span &sp : spans_from_[start]) {
             if (cov.Intersects(sp.mask)) break;  // longer spans overlap too
             if (dl >= 0 && !leftmost && sp.end - first_gap + 1 > dl) break;
+            int ori = MONO;
+            double sbase = base;  // base with the previous option's forward reordering value
+            double w_b = 0.0;
+            if (use_lr) {
+              ori = OrientationOf(prev_start, last, start, sp.end);
+              if (prev_opt != nullptr && prev_opt->has_lr) sbase = base + P_.w_lr[3 + ori] * prev_opt->lr[3 + ori];
+              w_b = P_.w_lr[ori];
+            }
             const Cov<W> new_cov = cov.Or(sp.mask);
             const double fc = Future(new_cov);
             const int k2 = k + sp.slen;
             const bool complete = new_cov == full_;
-            double need = thr_[k2] - base - fc;
+            double need = thr_[k2] - sbase - fc;
             for (uint32_t oi = sp.ob; oi < sp.oe; ++oi) {
               const POpt &o = popts_[oi];
               if (use_ed) {  // options sorted by future score
@@ -258,6 +293,8 @@ class Searcher {
                 ++st.bounded;
                 break;
               }
+              const OptRec &orec = core_.opts_[o.oid];
+              const double slb = (use_lr && orec.has_lr) ? o.sl + w_b * orec.lr[ori] : o.sl;
               const uint64_t key = sid_base + o.tid;
               int32_t pe;
               const int32_t *found = lm_cache_.Find(key);
@@ -265,7 +302,7 @@ class Searcher {
                 pe = *found;
               } else {
                 ++st.lm_misses;
-                pe = Walk(sid, o, need - o.sl);
+                pe = Walk(sid, o, need - slb);
                 if (pe < 0) {
                   ++st.abandoned;
                   continue;
@@ -273,7 +310,7 @@ class Searcher {
                 lm_cache_.Insert(key, pe);
               }
               const int32_t nsid = pc_sid_[pe];
-              double gain = o.sl + pc_w_[pe];
+              double gain = slb + pc_w_[pe];
               if (complete) {
                 Eos(nsid);
                 gain += eos_w_[nsid];
@@ -282,7 +319,7 @@ class Searcher {
                 ++st.discarded;
                 continue;
               }
-              const double new_score = base + gain;
+              const double new_score = sbase + gain;
               const double total = new_score + fc;
               if (complete) {
                 for (int li = 0; li < n_lm; ++li)
@@ -294,6 +331,10 @@ class Searcher {
               rk.cov = new_cov;
               rk.sid = nsid;
               rk.last = sp.end;
+              if (use_lr) {
+                rk.start = start;
+                rk.fid = orec.fid;
+              }
               const int32_t *posp = maps_[k2].Find(rk);
               if (posp == nullptr) {
                 ++st.created;
@@ -303,12 +344,12 @@ class Searcher {
                   best_[k2] = total;
                   if (total + beam > thr_[k2]) {
                     thr_[k2] = total + beam;
-                    need = thr_[k2] - base - fc;
+                    need = thr_[k2] - sbase - fc;
                   }
                 }
                 if (stacks_[k2].size() > tolerated) {
                   Prune(k2);
-                  need = thr_[k2] - base - fc;
+                  need = thr_[k2] - sbase - fc;
                 }
               } else {
                 const int32_t pos = *posp;
@@ -335,7 +376,7 @@ class Searcher {
                     best_[k2] = total;
                     if (total + beam > thr_[k2]) {
                       thr_[k2] = total + beam;
-                      need = thr_[k2] - base - fc;
+                      need = thr_[k2] - sbase - fc;
                     }
                   }
                 } else if (keep_arcs) {
@@ -602,6 +643,10 @@ class Searcher {
     k.cov = covs_[h];
     k.sid = hyps_[h].sid;
     k.last = hyps_[h].last;
+    if (P_.use_lr) {
+      k.start = hyps_[h].start;
+      k.fid = hyps_[h].opt >= 0 ? core_.opts_[hyps_[h].opt].fid : 0;
+    }
     return k;
   }
 
@@ -906,7 +951,28 @@ bool AsDouble(PyObject *o, double &out) {
   return !(out == -1.0 && PyErr_Occurred());
 }
 
-// add_options([(tid, sl, fut, ub, wids, rest, lm_words_per_lm), ...]); ids continue from num_options()
+// O_LR (None or six floats) and O_FID (int) of an option
+bool ReadReordering(PyObject *lr, PyObject *fid, smtsearch::OptRec &r) {
+  long f = PyLong_AsLong(fid);
+  if (f == -1 && PyErr_Occurred()) return false;
+  if (f < 0 || f > 0x7fffffffL) {
+    PyErr_SetString(PyExc_ValueError, "reordering id out of range");
+    return false;
+  }
+  r.fid = (int32_t)f;
+  r.has_lr = lr != Py_None;
+  for (int i = 0; i < 6; ++i) r.lr[i] = 0.0;
+  if (!r.has_lr) return true;
+  if (!PyTuple_Check(lr) || PyTuple_GET_SIZE(lr) != 6) {
+    PyErr_SetString(PyExc_ValueError, "option: reordering values must be None or six floats");
+    return false;
+  }
+  for (int i = 0; i < 6; ++i)
+    if (!AsDouble(PyTuple_GET_ITEM(lr, i), r.lr[i])) return false;
+  return true;
+}
+
+// add_options([(tid, sl, fut, ub, wids, rest, lm_words_per_lm, lr, fid), ...]); ids continue from num_options()
 PyObject *Core_add_options(CoreObject *self, PyObject *args) {
   PyObject *lst;
   if (!PyArg_ParseTuple(args, "O", &lst) || !CheckCore(self)) return nullptr;
@@ -919,8 +985,8 @@ PyObject *Core_add_options(CoreObject *self, PyObject *args) {
   try {
     for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(seq); ++i) {
       PyObject *t = PySequence_Fast_GET_ITEM(seq, i);
-      if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 7) {
-        PyErr_SetString(PyExc_TypeError, "an option is (tid, sl, fut, ub, wids, rest, lm_words)");
+      if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9) {
+        PyErr_SetString(PyExc_TypeError, "an option is (tid, sl, fut, ub, wids, rest, lm_words, lr, fid)");
         ok = false;
         break;
       }
@@ -933,6 +999,10 @@ PyObject *Core_add_options(CoreObject *self, PyObject *args) {
         break;
       }
       r.tid = (uint32_t)tid;
+      if (!ReadReordering(PyTuple_GET_ITEM(t, 7), PyTuple_GET_ITEM(t, 8), r)) {
+        ok = false;
+        break;
+      }
       if (!AsDouble(PyTuple_GET_ITEM(t, 1), r.sl) || !AsDouble(PyTuple_GET_ITEM(t, 2), r.fut) ||
           !AsDouble(PyTuple_GET_ITEM(t, 3), r.ub)) {
         ok = false;
@@ -1064,7 +1134,8 @@ struct Emitter {
   }
 };
 
-// search(n, spans, stack, beam, ed, dl, w_d, w_lms, keep_arcs, nbest, distinct, max_paths, graph)
+// search(n, spans, stack, beam, ed, dl, w_d, w_lms, keep_arcs, nbest, distinct, max_paths, graph, w_lr)
+//   w_lr: None (no lexicalized reordering) or its six weights
 //   spans: flat [start, end, count, option ids..., ...] in Decoder.collect_options order
 //   -> (status, nodes, finals, paths, stats)
 //   nodes: [(total, score, last, sid, prev, opt, lm, dist, start, arcs|None)], prev before node
@@ -1074,9 +1145,9 @@ PyObject *Core_search(CoreObject *self, PyObject *args) {
   int n, stack, dl, keep_arcs, nbest, distinct, graph;
   double beam, ed, w_d;
   long long max_paths;
-  PyObject *spans_obj, *wlms_obj;
-  if (!PyArg_ParseTuple(args, "iOiddidOpipLp", &n, &spans_obj, &stack, &beam, &ed, &dl, &w_d, &wlms_obj,
-                        &keep_arcs, &nbest, &distinct, &max_paths, &graph) ||
+  PyObject *spans_obj, *wlms_obj, *wlr_obj;
+  if (!PyArg_ParseTuple(args, "iOiddidOpipLpO", &n, &spans_obj, &stack, &beam, &ed, &dl, &w_d, &wlms_obj,
+                        &keep_arcs, &nbest, &distinct, &max_paths, &graph, &wlr_obj) ||
       !CheckCore(self))
     return nullptr;
   Core &c = *self->core;
@@ -1095,6 +1166,18 @@ PyObject *Core_search(CoreObject *self, PyObject *args) {
   P.dl = dl;
   P.w_d = w_d;
   P.keep_arcs = keep_arcs != 0;
+  P.use_lr = wlr_obj != Py_None;
+  if (P.use_lr) {
+    PyObject *seq = PySequence_Fast(wlr_obj, "w_lr must be None or six floats");
+    if (!seq) return nullptr;
+    bool ok = PySequence_Fast_GET_SIZE(seq) == 6;
+    for (Py_ssize_t i = 0; ok && i < 6; ++i) ok = AsDouble(PySequence_Fast_GET_ITEM(seq, i), P.w_lr[i]);
+    Py_DECREF(seq);
+    if (!ok) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "w_lr must be None or six floats");
+      return nullptr;
+    }
+  }
   {
     PyObject *seq = PySequence_Fast(wlms_obj, "w_lms must be a sequence of float");
     if (!seq) return nullptr;
@@ -1198,9 +1281,9 @@ PyMethodDef Core_methods[] = {
     {"num_options", (PyCFunction)Core_num_options, METH_NOARGS, "number of registered options"},
     {"clear_options", (PyCFunction)Core_clear_options, METH_NOARGS, "forget every registered option"},
     {"add_options", (PyCFunction)Core_add_options, METH_VARARGS,
-     "add_options([(tid, sl, fut, ub, wids, rest, lm_words_per_lm)]) -> number of options"},
+     "add_options([(tid, sl, fut, ub, wids, rest, lm_words_per_lm, lr, fid)]) -> number of options"},
     {"search", (PyCFunction)Core_search, METH_VARARGS,
-     "search(n, spans, stack, beam, ed, dl, w_d, w_lms, keep_arcs, nbest, distinct, max_paths, graph)"},
+     "search(n, spans, stack, beam, ed, dl, w_d, w_lms, keep_arcs, nbest, distinct, max_paths, graph, w_lr)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyTypeObject CoreType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -1227,7 +1310,7 @@ PyMODINIT_FUNC PyInit__search(void) {
   if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0 ||
       PyModule_AddIntConstant(m, "MAX_WORDS", smtsearch::MAX_WORDS) < 0 ||
       PyModule_AddIntConstant(m, "KENLM_MAX_ORDER", KENLM_MAX_ORDER) < 0 ||
-      PyModule_AddIntConstant(m, "ABI_VERSION", 1) < 0) {
+      PyModule_AddIntConstant(m, "ABI_VERSION", 2) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -1,4 +1,4 @@
-"""``smt-tune``: MERT of a moses.ini's weights on a dev set, the loop of Moses's ``mert-moses.pl``.
+"""``smt-tune``: MERT (or kbMIRA, PRO) of a moses.ini's weights on a dev set, the loop of Moses's ``mert-moses.pl``.
 
 The loop is :mod:`smt_features.tune.loop`. Example::
 

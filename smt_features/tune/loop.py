@@ -11,7 +11,8 @@ Each iteration ``i`` (from 1):
    :mod:`smt_features.tune.bleu_stats`);
 3. stop when the n-best list brought no new candidate; otherwise run MERT
    (:func:`smt_features.tune.mert.mert`: the current weights plus ``--restarts``
-   random starting points) on the merged candidates;
+   random starting points) on the merged candidates -- or kbMIRA / PRO
+   (``--optimizer``, :mod:`smt_features.tune.optimizers`);
 4. stop when the optimised weights equal the current ones (largest change
    of the Σ|λ| = 1 normalised weights below ``--min-weight-change``) or after
    ``--max-iterations``; else continue with the new weights.
@@ -27,8 +28,11 @@ Each step is saved as soon as it is done (the n-best list is renamed into
 place only when the decoder succeeded; ``iterations.json`` is rewritten
 atomically), so after a kill ``--resume`` continues where it stopped:
 finished decodes are re-read, not rerun, and finished MERT runs are not
-repeated. The random restarts of iteration ``i`` use seed ``--seed + i``,
-so a resumed run ends with the same weights as an uninterrupted one.
+repeated. The random restarts of iteration ``i`` use seed ``--seed + i``
+(``1 + i`` without ``--seed``); with ``--seed`` the first iteration starts
+from random weights drawn from it (:mod:`smt_features.tune.start`), recorded
+before the first decode, so a resumed run ends with the same weights as an
+uninterrupted one.
 
 The decoding step is :mod:`smt_features.tune.decoding`, the resume file
 :mod:`smt_features.tune.state`, the options :class:`smt_features.tune.options.TuneConfig`

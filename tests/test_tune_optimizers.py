@@ -131,3 +131,12 @@ def test_tune_loop_with_other_optimizers(tune_setup, optimizer):
 def test_tune_refuses_an_unknown_optimizer(tune_setup, capsys):
     assert cli_tune.cli_main(_tune_args(tune_setup, "x", "--optimizer", "lbfgs")) == 2
     assert "--optimizer must be one of mert, kbmira, pro" in capsys.readouterr().err
+
+
+def test_a_run_without_seed_resumes_with_seed_one(tune_setup):
+    root = tune_setup
+    assert cli_tune.cli_main(_args_without_seed(root, "r", "--max-iterations", "1")) == 0
+    assert cli_tune.cli_main(_args_without_seed(root, "r", "--max-iterations", "2", "--resume")
+                             + ["--seed", "1"]) == 0
+    assert cli_tune.cli_main(_args_without_seed(root, "r", "--max-iterations", "3", "--resume")
+                             + ["--seed", "2"]) == 2  # another seed: refused

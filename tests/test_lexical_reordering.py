@@ -221,3 +221,22 @@ def test_binarized_sidecar_and_filtered_table_give_the_same_translations(tmp_pat
     filter_table(lr, [tmp_path / "in.txt"], small)
     assert run_decode(tmp_path, small) == 0
     assert (tmp_path / "nbest.txt").read_text(encoding="utf-8") == want
+
+
+def test_tuning_filters_the_reordering_table_too(tmp_path):
+    from types import SimpleNamespace
+
+    from smt_features.model.moses_ini import parse_moses_ini
+    from smt_features.model.moses_ini_build import default_config
+    from smt_features.tune.filtered import decoding_model
+
+    lr = write_lr(tmp_path / "lr.gz", ["a ||| x ||| 0.5 0.25 0.25 0.5 0.25 0.25", "c ||| w ||| 0.6 0.2 0.2 0.7 0.2 0.1"])
+    base = parse_moses_ini(default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2,
+                                          reordering_table=str(lr)).to_text(), str(tmp_path / "moses.ini"))
+    dev = tmp_path / "dev.src"
+    dev.write_text("a b\n", encoding="utf-8")
+    cfg, _ = decoding_model(SimpleNamespace(filter_table=True, dev_src=str(dev), weights_mode="ini"), base, tmp_path)
+    path = Path(cfg.feature("LexicalReordering0").get("path"))
+    assert path == (tmp_path / "filtered" / "LexicalReordering0.lr.gz").resolve()
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        assert fh.read() == "a ||| x ||| 0.5 0.25 0.25 0.5 0.25 0.25\n"

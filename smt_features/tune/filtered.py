@@ -3,7 +3,8 @@
 With ``--filter-table true`` (the default) the tuning loop streams the moses.ini's
 ``PhraseDictionaryMemory`` table once through :func:`smt_features.model.table_filter.filter_table`
 (every source phrase of any length that occurs in ``--dev-src``) into
-``WORK/filtered/<table name>``, and every iteration's decoder reads that small table instead of
+``WORK/filtered/<table name>`` (a ``LexicalReordering`` table too, into
+``WORK/filtered/<feature name>.<table name>``), and every iteration's decoder reads that small table instead of
 the whole one. The decoder only ever looks up phrases of the dev sentences, so the translations,
 n-best lists and tuned weights are the same; ``moses.tuned.ini`` keeps the original table's path.
 A resumed run reuses the filtered table (it is written atomically).
@@ -49,6 +50,14 @@ def decoding_model(cfg: TuneConfig, base: Any, work: Path) -> tuple[Any, str | N
         log.info("--filter-table: no line of %s matches the dev set; decoding with the whole table", table)
         return base, None
     lines[0].args["path"] = str(out.resolve())
+    for fl in out_cfg.features:  # a lexicalized reordering table has the same line shape: filtered alike
+        lr_table = Path(fl.get("path") or "")
+        if fl.type == "LexicalReordering" and lr_table.is_file():
+            lr_out = work / FILTER_DIR / f"{fl.name}.{lr_table.name}"
+            if not lr_out.exists():
+                filter_table(lr_table, [cfg.dev_src], lr_out, max_phrase_length=0)
+            if _has_lines(lr_out):
+                fl.args["path"] = str(lr_out.resolve())
     if cfg.weights_mode != "override":
         return out_cfg, None
     ini = work / FILTER_DIR / "moses.ini"

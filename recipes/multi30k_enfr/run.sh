@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Multi30k En→Fr with the RNN Encoder–Decoder: prepare → train → translate both
-# test sets → BLEU and chrF (sacreBLEU, detokenised output vs raw references).
+# Multi30k En→Fr with the RNN Encoder–Decoder: prepare → train → translate the
+# config's test sets (prepare.test_splits) → BLEU and chrF (sacreBLEU, detokenised output vs raw references).
 #   recipes/multi30k_enfr/run.sh [--quick] [--train-section NAME] [--work DIR] [-- extra nmt-train flags]
 #   recipes/multi30k_enfr/run.sh --table [--quick] [--mert-runs N] [--threads N] [--work DIR]
 # --table: the experiment table of the phrase-based system instead (Baseline, +RNN, +RNN+WP, +LSTM-LM,
@@ -34,6 +34,7 @@ fi
 work=${work:-$root/work/multi30k_enfr$suffix}
 cfg=$here/config.yaml
 train_section=${train_section:-$([ $quick = 1 ] && echo train_quick || echo train)}
+mapfile -t test_splits < <(config_value "$cfg:prepare" test_splits)   # the config names the test sets
 mkdir -p "$work"
 start=$(date +%s)
 
@@ -45,13 +46,13 @@ echo "== train ($train_section)"
   ${train_extra[@]+"${train_extra[@]}"}
 train_end=$(date +%s)
 
-for split in test_2016_flickr test_2017_flickr; do
+for split in "${test_splits[@]}"; do
   echo "== translate $split"
   "$bin/nmt-translate" --config "$cfg:translate" --model "$work/model" --input "$work/data/$split.en" \
     --output "$work/$split.hyp.fr"
 done
 echo "== evaluate"
-for split in test_2016_flickr test_2017_flickr; do
+for split in "${test_splits[@]}"; do
   "$bin/nmt-evaluate" --hyp "$work/$split.hyp.fr" --ref "$work/data/$split.fr" --name "$split" \
     --json "$work/$split.scores.json"
 done | tee "$work/scores.txt"

@@ -111,8 +111,10 @@ def extract_chunks(chunks: Iterable[ChunkData], lexical: LexicalTable, max_phras
     _SHARED.update(max_len=max_phrase_length, lexical=lexical, compress=opts.sort.compress)
     stats = StreamStats()
     bar = tqdm(unit=" pairs", desc="extract phrases", disable=None)
-    pool = fork_pool(processes) if processes > 1 and can_fork() else None
+    pool = None
     try:
+        if processes > 1 and can_fork():
+            pool = fork_pool(processes)
         results: Iterator[tuple[int, int]] = map(_extract_chunk, tasks()) if pool is None else \
             ordered_map(pool, _extract_chunk, tasks(), 2 * processes)
         for s, o in results:

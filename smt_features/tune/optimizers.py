@@ -5,7 +5,8 @@
 * ``kbmira``: :func:`smt_features.tune.kbmira.kbmira` from the current
   weights (Moses ``kbmira``: C = 0.01, decay 0.999, 60 passes);
 * ``pro``: :func:`smt_features.tune.pro.pro`, interpolated with the current
-  weights (Moses ``pro`` + megam: Γ = 5000, α = 0.05, Ξ = 50, ψ = 0.1).
+  weights from iteration 4 on (Moses ``pro`` + megam: Γ = 5000, α = 0.05, Ξ = 50;
+  ``--historic-interpolation`` ψ = 0.1 as ``mert-moses.pl``'s option of that name).
 
 Iteration ``i`` seeds the optimiser with :func:`smt_features.tune.start.iteration_seed`.
 The record (``iterations.json``, under the optimiser's name) and the log line
@@ -67,9 +68,10 @@ def optimise_step(cfg: TuneConfig, pool: NBestPool, current: np.ndarray, iterati
                f"{kres.seconds:.1f} s")
         return StepResult(kres.weights, rec, msg)
     if cfg.optimizer == "pro":
-        pres = pro(pool, current, ProOptions(seed=seed, fixed=cfg.fixed))
+        psi = cfg.historic_interpolation if iteration > 3 and cfg.historic_interpolation > 0 else 1.0
+        pres = pro(pool, current, ProOptions(seed=seed, fixed=cfg.fixed, interpolation=psi))
         rec = {"bleu": pres.bleu, "init_bleu": pres.init_bleu, "pairs": pres.pairs,
-               "seconds": round(pres.seconds, 3)}
+               "interpolation": psi, "seconds": round(pres.seconds, 3)}
         msg = (f"PRO BLEU {pres.bleu:.2f} on the pool of {len(pool)} candidates ({pres.init_bleu:.2f} at the "
                f"current weights) | {pres.pairs} pairs, {pres.seconds:.1f} s")
         return StepResult(pres.weights, rec, msg)

@@ -10,7 +10,9 @@ and its negation. A logistic regression without bias (Moses runs ``megam
 ``max_iterations`` = 30 steps, a small L2 term ``l2`` so separable data has a
 finite optimum). The result is normalised to Σ|λ| = 1 and interpolated with
 the (normalised) current weights: ``ψ·w_pro + (1 − ψ)·w_current``, ψ =
-``interpolation`` = 0.1 (Hopkins & May §4). Sentence BLEU+1 is Moses's
+``interpolation`` = 0.1 (Hopkins & May §5.4.3; ``mert-moses.pl
+--historic-interpolation``, which applies it from iteration 4 on -- the
+caller decides, ``interpolation=1`` is none). Sentence BLEU+1 is Moses's
 ``smoothedSentenceBleu``: +1 on the matches and n-grams of *every* order,
 no smoothing of the brevity penalty. Features in ``fixed`` keep their weight
 (their column is left out of the regression).

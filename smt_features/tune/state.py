@@ -13,7 +13,8 @@ STATE_FILE = "iterations.json"
 STATE_VERSION = 1
 #: options that must not change when a run is resumed
 RESUME_KEYS = ("moses_ini", "dev_src", "dev_ref", "nbest", "seed", "restarts", "random_directions", "ref_length",
-               "fixed", "ranges", "clip_to_ranges", "optimizer")
+               "fixed", "ranges", "clip_to_ranges", "optimizer",
+               "historic_interpolation")
 
 
 class RunState:

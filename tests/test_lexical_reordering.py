@@ -142,6 +142,7 @@ def test_moses_ini_round_trip_and_nbest_names(tmp_path):
     from smt_features.decode.load import build_decoder
     from smt_features.model.moses_ini import parse_moses_ini
     from smt_features.model.moses_ini_build import default_config
+    from smt_features.model.weights import Weights, layout_of, value_names
 
     lr = write_lr(tmp_path / "reordering-table.wbe-msd-bidirectional-fe.gz", ["a ||| x ||| 0.5 0.25 0.25 0.5 0.25 0.25"])
     cfg = default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2, reordering_table=str(lr))
@@ -149,6 +150,11 @@ def test_moses_ini_round_trip_and_nbest_names(tmp_path):
     assert LR_LINE.format(lr) in text.splitlines()
     assert "LexicalReordering0= 0.3 0.3 0.3 0.3 0.3 0.3" in text.splitlines()
     assert parse_moses_ini(text, "x.ini").to_text() == text
+    (tmp_path / "x.ini").write_text(text, encoding="utf-8")
+    w = Weights.read(tmp_path / "x.ini")  # what MERT starts from: six more weights, named as Moses's tools do
+    assert w["LexicalReordering0"] == [0.3] * 6
+    assert [n for n in value_names(layout_of(list(w.items()))) if n.startswith("Lex")] == [
+        f"LexicalReordering0_{i}" for i in range(6)]
     assert default_config("t", "l").to_text() == default_config("t", "l", reordering_table=None).to_text()
     assert "LexicalReordering" not in default_config("t", "l").to_text()
     dec = build_decoder(parse_moses_ini(text, "x.ini"))
@@ -156,7 +162,7 @@ def test_moses_ini_round_trip_and_nbest_names(tmp_path):
     assert names == ["LexicalReordering0", "Distortion0", "LM0", "WordPenalty0", "PhrasePenalty0", "TranslationModel0"]
 
 
-def run_decode(tmp_path: Path, lr: Path, extra: str = "", capsys=None) -> int:
+def run_decode(tmp_path: Path, lr: Path, extra: str = "", threads: int = 1) -> int:
     from smt_features.cli.decode import cli_main
 
     ini = tmp_path / "moses.ini"
@@ -180,12 +186,13 @@ LM0= 0.5
     src = tmp_path / "in.txt"
     src.write_text("a b\nc b a\n", encoding="utf-8")
     return cli_main(["-f", str(ini), "--input", str(src), "--output", str(tmp_path / "out.txt"),
-                     "--n-best-list", str(tmp_path / "nbest.txt"), "3", "--progress", "false"])
+                     "--n-best-list", str(tmp_path / "nbest.txt"), "3", "--progress", "false",
+                     "--threads", str(threads)])
 
 
 def test_cli_nbest_prints_six_values(tmp_path):
     lr = write_lr(tmp_path / "lr.gz", ["a ||| x ||| 0.5 0.25 0.25 0.5 0.25 0.25", "b ||| y ||| 0.6 0.2 0.2 0.7 0.2 0.1"])
-    assert run_decode(tmp_path, lr) == 0
+    assert run_decode(tmp_path, lr, threads=2) == 0  # forked workers share the loaded table
     first = (tmp_path / "nbest.txt").read_text(encoding="utf-8").splitlines()[0]
     assert first.split(" ||| ")[2].startswith("LexicalReordering0= ")
     assert len(first.split(" ||| ")[2].split("Distortion0=")[0].split()) == 7  # the name and six values

@@ -9,7 +9,9 @@ a contiguous slice of the rows of every stream window (:meth:`LMTask.shard_batch
 and carries the state of its rows only; checkpoints hold the state of all rows
 (gathered), so a run resumes with any number of processes.
 
-The regimes and the accounting are described in :mod:`nmt.lm_data`.
+The regimes and the accounting are described in :mod:`nmt.lm_data`. With ``--stream-buffer`` the
+training text stays on disk (:mod:`nmt.lm_stream`: lazily read stream rows, or windows of sentences
+planned as :class:`~nmt.pair_stream.StreamBatch` items).
 """
 from __future__ import annotations
 

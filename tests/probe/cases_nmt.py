@@ -256,10 +256,10 @@ def _train_cases() -> None:
     _case(prog, "crlf-bom", run(data_with("crlf", {"train.tok.en": CRLF_BOM, "train.tok.fr": good_tgt})), status=0)
     _case(prog, "long-line", run(data_with("long", {"train.tok.en": LONG_LINE, "train.tok.fr": good_tgt})), status=0)
     # the same pairs read as a stream (--stream-buffer): the same answers
-    for label, content, line in LINE_FAULTS:
-        _case(prog, f"stream-train-src-{label}",
-              run(data_with(label, {"train.tok.en": content, "train.tok.fr": good_tgt}), "--stream-buffer", "4"),
-              where=lambda ws, line=line: ("train.tok.en", line), outputs=outs)
+    for fault, body, at in LINE_FAULTS:
+        _case(prog, f"stream-train-src-{fault}",
+              run(data_with(fault, {"train.tok.en": body, "train.tok.fr": good_tgt}), "--stream-buffer", "4"),
+              where=lambda ws, at=at: ("train.tok.en", at), outputs=outs)
     _case(prog, "stream-misaligned", run(data_with("misaligned", {"train.tok.en": text(GOOD_SRC), "train.tok.fr": SHORT}),
                                          "--stream-buffer", "4"),
           where=lambda ws: ("train.tok.fr", 4), outputs=outs)
@@ -313,11 +313,11 @@ def _lm_train_cases() -> None:
     _case(prog, "long-line", run(lambda ws: ws.file("lm.train.long", LONG_LINE)), status=0)
     for regime in ("sentence", "stream"):  # the training text read from disk (--stream-buffer): the same answers
         flags = ("--regime", regime, "--stream-buffer", "4")
-        for label, content, line in (_NON_UTF8, _EMPTY_FILE):
-            name = f"lm.train.{label}"
-            _case(prog, f"stream-{regime}-train-{label}",
-                  run(lambda ws, name=name, content=content: ws.file(name, content), None, *flags),
-                  where=lambda ws, name=name, line=line: (name, line), outputs=outs)
+        for fault, body, at in (_NON_UTF8, _EMPTY_FILE):  # (own names: the lambdas above read `content` late)
+            name = f"lm.train.{fault}"
+            _case(prog, f"stream-{regime}-train-{fault}",
+                  run(lambda ws, name=name, body=body: ws.file(name, body), None, *flags),
+                  where=lambda ws, name=name, at=at: (name, at), outputs=outs)
         _case(prog, f"stream-{regime}-crlf-bom", run(lambda ws: ws.file("lm.train.crlf", CRLF_BOM), None, *flags),
               status=0)
 

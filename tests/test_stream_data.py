@@ -85,6 +85,10 @@ def test_lm_sentence_regime_windows(tmp_path: Path) -> None:
                                                                           b["lengths"].tolist())) == want
         plans.append([b["tokens"].tolist() for b in batches])
     assert plans[0] != plans[1] and len(plans[0]) == small.num_batches
+    item = max(small.batches_for_epoch(0), key=lambda b: len(b.indices))  # DDP: disjoint parts of one batch
+    parts = [small.shard_batch(item, rank, 2)[0] for rank in (0, 1)]
+    assert sorted(i for p in parts for i in p.indices.tolist()) == sorted(item.indices.tolist())
+    assert all(p.window == item.window and len(p.indices) < len(item.indices) for p in parts)
 
 
 def _lm_args(path: Path, out: Path, *extra: str) -> list[str]:

@@ -1,14 +1,41 @@
-"""Batched beam search for the RNN Encoder–Decoder.
+"""Batched beam search for the encoder–decoders (RNNenc, RNNsearch) over one step interface.
 
 Scores are natural-log probabilities; a finished hypothesis (ending in EOS) is
 ranked by ``score / length ** len_penalty`` with length counting EOS
 (``len_penalty=0`` ranks by raw log-probability).
+
+The step interface (:class:`StepModel`) every generating model implements:
+
+* ``start(src)``: ``src`` LongTensor [B, S], PAD(=0)-padded, EOS included. Runs the encoder ONCE per
+  batch and returns the decoder state as ``dict[str, Tensor]`` whose every tensor has the row as dim 0
+  (e.g. ``{"h": [B, H], "ctx": [B, S, 2H], "keys": [B, S, A], "mask": [B, S]}`` — whatever the model needs).
+* ``step(prev, state)``: ``prev`` LongTensor [N] (the previous target token of each row; BOS first) →
+  ``(log_probs [N, V] natural log, new_state)``. A model that attends puts ``"attn"``: [N, S] in the new
+  state (weights summing to 1 over the non-PAD source positions of the row).
+
+The search reorders and retires rows generically with
+``{k: v.index_select(0, rows) for k, v in state.items()}``, so a state may hold nothing but row tensors.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import torch
+from torch import Tensor
+
+
+@runtime_checkable
+class StepModel(Protocol):
+    """A model the beam search can drive: encoder once per batch, then one target step at a time."""
+
+    def start(self, src: Tensor) -> dict[str, Tensor]:
+        """src [B, S] (PAD-padded, EOS included) → decoder state, every tensor's dim 0 = the row."""
+        ...
+
+    def step(self, prev: Tensor, state: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        """prev [N] → (log-probs [N, V], natural log; the new state, with "attn" [N, S] if the model attends)."""
+        ...
 
 from nmt.data.special import BOS, EOS
 from nmt.models.gru_encdec import GRUEncoderDecoder

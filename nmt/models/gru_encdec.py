@@ -241,6 +241,24 @@ class GRUEncoderDecoder(nn.Module):
         ctx = self.context_proj(c) if self.context_proj is not None else c.new_zeros(0)
         return ctx, self.out_c(c)
 
+    # -- the step interface of nmt.search.StepModel (no "attn": the summary c is fixed) ---------------
+    def start(self, src: Tensor) -> dict[str, Tensor]:
+        """src [B, S] → decoder state {"h", "c_out", and "ctx" (faithful cell) or "c" (torch cell)}, rows = dim 0."""
+        c = self.encode(src)
+        ctx, c_out = self.precompute_context(c)
+        state = {"h": self.init_decoder(c), "c_out": c_out}
+        state.update({"ctx": ctx} if self.cfg.cell == "faithful" else {"c": c})
+        return state
+
+    def step(self, prev: Tensor, state: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        """prev [N] → (log-probs [N, V], the state with the new "h"); the same arithmetic as decode_step."""
+        y = self.tgt_embed(prev)
+        if self.cfg.cell == "faithful":
+            h = self.decoder.unit(self.decoder.W(y) + state["ctx"], state["h"])
+        else:
+            h = self.decoder.step(torch.cat([y, state["c"]], -1), state["h"])
+        return F.log_softmax(self._maxout_logits(h, y, state["c_out"]), -1), {**state, "h": h}
+
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Logits [B, T, V] of the target given the source (teacher forcing)."""
         return self.decode(self.encode(src), tgt_in)

@@ -1,18 +1,20 @@
-"""Load a trained encoder–decoder with its vocabularies, checking that they match."""
+"""Load a trained encoder–decoder (RNNenc or RNNsearch, as its checkpoint records) with its vocabularies, checking that they match."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from torch import nn
+
 from nmt.checkpoint import load_checkpoint
 from nmt.data.vocab import Vocabulary, load_vocab
-from nmt.models.gru_encdec import GRUEncDecConfig, GRUEncoderDecoder, build_model
+from nmt.models.registry import DEFAULT_ARCH, build_from_config
 from nmt.paths import resolve_checkpoint
 
 
 @dataclass
 class LoadedModel:
-    model: GRUEncoderDecoder
+    model: nn.Module  # GRUEncoderDecoder or RNNsearch
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
     path: Path
@@ -32,7 +34,7 @@ def load_translation_model(path: str | Path, *, which: str = "auto", src_vocab: 
     state = load_checkpoint(ckpt_path, trust=trust)
     if state.get("config", {}).get("task") != "translation":
         raise ValueError(f"{ckpt_path}: not a translation-model checkpoint")
-    cfg = GRUEncDecConfig(**state["config"]["model"])
+    arch = state["config"].get("arch", DEFAULT_ARCH)  # absent: an RNNenc checkpoint
     vocabs = []
     for side, given in (("src", src_vocab), ("tgt", tgt_vocab)):
         recorded = state["vocab"][side]
@@ -47,7 +49,7 @@ def load_translation_model(path: str | Path, *, which: str = "auto", src_vocab: 
                              f"{vocab.fingerprint()}) is not the {side} vocabulary {ckpt_path} was trained with "
                              f"({recorded['fingerprint']})")
         vocabs.append(vocab)
-    model = build_model(cfg, len(vocabs[0]), len(vocabs[1]))
+    model = build_from_config(arch, state["config"]["model"], len(vocabs[0]), len(vocabs[1]))
     model.load_state_dict(state["model"])
     model.to(device).eval()
     return LoadedModel(model, vocabs[0], vocabs[1], ckpt_path)

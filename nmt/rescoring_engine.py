@@ -22,6 +22,10 @@ organised for a whole window of a phrase table:
   blocks (see :meth:`RescoringEngine._token_log_probs`);
 * everything runs under ``torch.inference_mode``.
 
+An attending model (:class:`nmt.models.rnnsearch.RNNsearch`) has no fixed summary to share: its
+pairs go through the same sorting and batches, each batch scored by the model's own
+``pair_log_probs`` (its sources encoded in the batch).
+
 The result depends only on the pairs given (their order included) and the
 settings, never on other calls: ``smt-rescore`` relies on that to make shards,
 worker processes and resumed runs byte-identical.
@@ -294,13 +298,21 @@ class RescoringEngine:
         order = np.lexsort((pair_src, t_len))  # by target length, then source
         out_len = t_len[order] + 1  # + EOS
         padded = 0
+        fixed_summary = isinstance(self.model, GRUEncoderDecoder)  # else e.g. RNNsearch: its own pair_log_probs
         with torch.inference_mode(), self._autocast():
-            c, h0, ctx, c_out = self._encode_sources(s_ids, s_off, s_len)
+            if fixed_summary:
+                c, h0, ctx, c_out = self._encode_sources(s_ids, s_off, s_len)
             for start, end in _batches(out_len, self.max_tokens):
                 rows = order[start:end]
                 tgt_in = _padded(t_ids, t_off, t_len, rows, prefix=BOS)
                 tgt_out = _padded(t_ids, t_off, t_len, rows, suffix=EOS)
                 padded += tgt_in.size
+                if not fixed_summary:  # an attending model: each pair's source is encoded in its batch
+                    src = torch.from_numpy(_padded(s_ids, s_off, s_len, pair_src[rows], suffix=EOS)).to(self.device)
+                    lp = self.model.pair_log_probs(src, torch.from_numpy(tgt_in).to(self.device),
+                                                   torch.from_numpy(tgt_out).to(self.device))
+                    log_prob[rows] = lp.double().cpu().numpy()
+                    continue
                 sidx = torch.from_numpy(pair_src[rows]).to(self.device)
                 lp = self._decode_batch(torch.from_numpy(tgt_in).to(self.device),
                                         torch.from_numpy(tgt_out).to(self.device),

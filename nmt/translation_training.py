@@ -15,7 +15,8 @@ import yaml
 
 from nmt import distributed
 from nmt.data.io import atomic_write
-from nmt.models.gru_encdec import GRUEncDecConfig, build_model
+from nmt.models.gru_encdec import GRUEncDecConfig
+from nmt.models.registry import DEFAULT_ARCH, get_arch
 from nmt.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
 from nmt.train import Trainer
 from nmt.train_config import LoopConfig, OptimConfig
@@ -23,7 +24,8 @@ from nmt.translation_data import TranslationDataConfig, TranslationTask
 
 
 def run_translation_training(ctx: distributed.DistContext, data: TranslationDataConfig, model_cfg: GRUEncDecConfig, optim: OptimConfig,
-         loop: LoopConfig, config_file: str | None = None) -> int:
+         loop: LoopConfig, config_file: str | None = None, arch: str = DEFAULT_ARCH) -> int:
+    """Train ``arch`` (a name of :mod:`nmt.models.registry`; ``model_cfg`` its config) as nmt-train does."""
     # everything is read and checked before anything is written: a refused run leaves no --out-dir behind
     out = Path(loop.out_dir)
     refuse_trained_out_dir(out, resume=loop.resume, overwrite=loop.overwrite)
@@ -35,7 +37,7 @@ def run_translation_training(ctx: distributed.DistContext, data: TranslationData
 
     torch.manual_seed(loop.seed)
     task = TranslationTask(data, batching=(loop.batch_size, loop.max_tokens, loop.seed))  # reads and checks every pair
-    model = build_model(model_cfg, len(task.src_vocab), len(task.tgt_vocab))
+    model = get_arch(arch).build(model_cfg, len(task.src_vocab), len(task.tgt_vocab))
     if ctx.is_main:
         if loop.overwrite:
             for path in clear_run(out, inputs.values()):
@@ -48,7 +50,8 @@ def run_translation_training(ctx: distributed.DistContext, data: TranslationData
         task.paths[f"{side}_vocab"] = str(copy)  # the checkpoint records the copy
     ctx.barrier()  # the folder and the copies exist before any rank goes on
     data_dict = {k: v for k, v in dataclasses.asdict(data).items() if k != "stream_buffer" or v is not None}
-    resolved = {"task": "translation", "data": data_dict, "model": dataclasses.asdict(model_cfg),
+    recorded_arch = {"arch": arch} if arch != DEFAULT_ARCH else {}  # absent = rnnenc: its config.yaml is unchanged
+    resolved = {"task": "translation", **recorded_arch, "data": data_dict, "model": dataclasses.asdict(model_cfg),
                 "optim": dataclasses.asdict(optim), "loop": dataclasses.asdict(loop)}
     if ctx.is_main:
         with atomic_write(out / "config.yaml") as fh:
@@ -56,7 +59,8 @@ def run_translation_training(ctx: distributed.DistContext, data: TranslationData
         procs = f", {ctx.world} processes ({ctx.backend})" if ctx.enabled else ""
         print(f"nmt-train: {task.num_train} training pairs ({task.num_dropped} dropped by --max-len "
               f"{data.max_len}), {len(task.dev_src)} dev pairs, vocab {len(task.src_vocab)}/{len(task.tgt_vocab)}, "
-              f"{model.num_parameters():,} parameters, cell={model_cfg.cell}{procs}", file=sys.stderr)
+              f"{model.num_parameters():,} parameters, "
+              f"{f'cell={model_cfg.cell}' if arch == DEFAULT_ARCH else f'arch={arch}'}{procs}", file=sys.stderr)
     start = time.perf_counter()
     state = Trainer(model, task, loop, optim, resolved).train()
     if ctx.is_main:

@@ -1,4 +1,4 @@
-"""``nmt-train``: train the RNN Encoder–Decoder on sentence pairs or phrase-table pairs.
+"""``nmt-train``: train an encoder–decoder (``--arch rnnenc`` or ``rnnsearch``) on sentence pairs or phrase-table pairs.
 
 Runs unchanged under ``torchrun --nproc_per_node N`` (DistributedDataParallel; ``docs/training.md``)."""
 from __future__ import annotations
@@ -8,7 +8,8 @@ import sys
 from nmt import config as C
 from nmt import distributed
 from nmt.errors import command
-from nmt.models.gru_encdec import PRESETS, GRUEncDecConfig
+from nmt.models.gru_encdec import GRUEncDecConfig
+from nmt.models.registry import ArchConfig, resolve_model_config
 from nmt.train_config import LoopConfig, OptimConfig
 from nmt.translation_data import TranslationDataConfig
 from nmt.translation_training import run_translation_training
@@ -16,18 +17,17 @@ from nmt.translation_training import run_translation_training
 
 @command("nmt-train")
 def cli_main(argv: list[str] | None = None) -> int:
-    classes = [TranslationDataConfig, GRUEncDecConfig, OptimConfig, LoopConfig]
+    classes = [TranslationDataConfig, ArchConfig, GRUEncDecConfig, OptimConfig, LoopConfig]
     args, yaml_values = C.parse_args(classes, argv, description=__doc__)
     data = C.build(TranslationDataConfig, args, yaml_values)
-    if data.preset not in PRESETS:
-        raise SystemExit(f"nmt-train: unknown --preset {data.preset!r}; known: {sorted(PRESETS)}")
-    model_cfg = C.build(GRUEncDecConfig, args, yaml_values, base=PRESETS[data.preset])
+    preset_given = args.preset is not None or any(k.replace("-", "_") == "preset" for k in yaml_values)
+    arch, data.preset, model_cfg = resolve_model_config(data.preset, preset_given, args, yaml_values)
     optim = C.build(OptimConfig, args, yaml_values)
     loop = C.build(LoopConfig, args, yaml_values)
 
     ctx = distributed.init(loop.device)  # no-op outside torchrun
     try:
-        return run_translation_training(ctx, data, model_cfg, optim, loop, args.config)
+        return run_translation_training(ctx, data, model_cfg, optim, loop, args.config, arch=arch)
     finally:
         distributed.shutdown()
 

@@ -11,6 +11,7 @@ import yaml
 
 from nmt.checkpoint import load_checkpoint
 from nmt.cli.train import cli_main as train_main
+from nmt.cli.translate import cli_main as translate_main
 from nmt.data.batching import pair_batch
 from nmt.models.rnnsearch import RNNsearchConfig, build_model, config_with_preset
 from nmt.scoring import PairScorer
@@ -188,8 +189,8 @@ def test_nmt_train_rnnsearch_then_pair_scorer(toy_data: Path, tmp_path: Path) ->
     assert type(scorer.model).__name__ == "RNNsearch"
     for name, tensor in scorer.model.state_dict().items():
         assert torch.equal(tensor, state["model"][name]), name
-    src = [["le", "chat"], ["un", "chien", "noir", "le"], ["le", "chat"]]
-    tgt = [["the", "cat"], ["a", "black", "dog", "the"], ["a", "dog", "cat"]]
+    src = [["s1", "s2"], ["s3", "s4", "zzz", "s1"], ["s1", "s2"]]
+    tgt = [["t1", "t2"], ["t3", "t4", "t0", "yyy"], ["t2", "t1", "t5"]]
     scores = scorer.score_pairs(src, tgt)  # window scoring (batched by target length)
     vs, vt = scorer.src_vocab, scorer.tgt_vocab
     b = pair_batch([vs.encode(s) for s in src], [vt.encode(t) for t in tgt])
@@ -197,6 +198,23 @@ def test_nmt_train_rnnsearch_then_pair_scorer(toy_data: Path, tmp_path: Path) ->
         ref = scorer.model.pair_log_probs(b["src"], b["tgt_in"], b["tgt_out"]).tolist()
     for got, want in zip(scores, ref):
         assert math.isclose(got.log_prob, want, rel_tol=1e-5) and got.log_prob < 0
+    # nmt-translate drives it through the batched beam search (start/step): its n-best ln p = the scorer's
+    (tmp_path / "in.txt").write_text("s1 s2\ns3 s4 s5 s1\n", encoding="utf-8")
+    assert translate_main(["--model", str(out), "--checkpoint", "last", "--input", str(tmp_path / "in.txt"),
+                           "--output", str(tmp_path / "out.txt"), "--tokenized", "true", "--detokenize", "false",
+                           "--nbest", "2", "--beam-size", "3", "--len-penalty", "0", "--threads", "1"]) == 0
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
+    assert [line.split(" ||| ")[0] for line in lines] == ["0", "0", "1", "1"]
+    checked = 0
+    for line in lines:
+        i, text, _, total = line.split(" ||| ")
+        words, source = text.split(), [["s1", "s2"], ["s3", "s4", "s5", "s1"]][int(i)]
+        if len(words) < 2 * len(source) + 10:  # ended with EOS, not cut at the length limit
+            want = scorer.score_pairs([source], [words])[0].log_prob if words else \
+                scorer.empty_target_log_probs([source])[0]
+            assert math.isclose(want, float(total), rel_tol=1e-4, abs_tol=1e-4)
+            checked += 1
+    assert checked >= 2
 
 
 def test_nmt_train_refuses_options_of_the_other_arch(toy_data: Path, tmp_path: Path, capsys) -> None:

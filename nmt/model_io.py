@@ -1,4 +1,4 @@
-"""Load a trained encoder–decoder (RNNenc or RNNsearch, as its checkpoint records) with its vocabularies, checking that they match."""
+"""Load a trained encoder–decoder (RNNenc or RNNsearch, as recorded) with its vocabularies, checking that they match."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -39,7 +39,9 @@ class TranslationDataConfig:
                                                  "default: all pairs in memory)")
     max_len: int = field(80, help="drop training pairs longer than this many tokens on either side")
     dev_max_pairs: int | None = field(None, help="use only the first N dev pairs for validation")
-    preset: str = field("cpu-small", help="model preset: cho2014 (paper sizes), cpu-base, cpu-small, tiny")
+    preset: str = field("cpu-small", help="model preset: cho2014 (paper sizes), cpu-base, cpu-small, tiny; "
+                                          "--arch rnnsearch: rnnsearch-paper, rnnsearch-cpu-base, "
+                                          "rnnsearch-cpu-small, rnnsearch-tiny")
 
     def resolved_paths(self) -> dict[str, str]:
         base = Path(self.data_dir) if self.data_dir else None

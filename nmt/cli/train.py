@@ -1,4 +1,4 @@
-"""``nmt-train``: train an encoder–decoder (``--arch rnnenc`` or ``rnnsearch``) on sentence pairs or phrase-table pairs.
+"""``nmt-train``: train an encoder–decoder (``--arch rnnenc|rnnsearch``) on sentence or phrase-table pairs.
 
 Runs unchanged under ``torchrun --nproc_per_node N`` (DistributedDataParallel; ``docs/training.md``)."""
 from __future__ import annotations

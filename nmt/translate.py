@@ -1,18 +1,20 @@
 """Translating text with a trained encoder–decoder: tokenize, beam search in length-sorted batches, detokenize."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import torch
 from tqdm import tqdm
 
 from nmt import config as C
-from nmt.data.batching import pad
+from nmt.data.batching import bucketed_batches, pad
 from nmt.data.io import DataError
-from nmt.data.special import EOS
+from nmt.data.special import BOS, EOS, EOS_TOKEN
 from nmt.data.tokenize import MosesTokenizer
+from nmt.errors import UsageError
 from nmt.model_io import load_translation_model
-from nmt.search import beam_search
+from nmt.search import StepModel, beam_search
 
 
 @dataclass
@@ -29,7 +31,11 @@ class TranslateConfig:
     beam_size: int = C.field(5, help="beam size")
     nbest: int = C.field(1, help="hypotheses per sentence")
     len_penalty: float = C.field(1.0, help="rank by log p / length**len_penalty (0 = raw log-probability)")
-    batch_size: int = C.field(32, help="sentences per batch")
+    batch_size: int = C.field(32, help="sentences per batch (sentences are sorted by length; output in input order)")
+    max_tokens: int = C.field(0, help="also cap a batch at this many padded source tokens, sentences x longest "
+                                      "incl. EOS (0 = no cap; one long sentence still makes a batch alone)")
+    attention: str = C.field("", help="write the 1-best's attention matrix of each sentence to this file, JSON "
+                                      "lines (models that attend, e.g. RNNsearch; refused for RNNenc)")
     max_input_len: int = C.field(1000, help="refuse an input line of more tokens than this, naming it (decoding "
                                             "runs up to 2 x length + 10 steps; 0 = no limit)")
     threads: int = C.field(2, help="torch threads")
@@ -49,26 +55,65 @@ def tokenize_lines(cfg: TranslateConfig, lines: list[str], path: str = "input") 
 
 
 def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = True, *,
-                    tokens: list[list[str]] | None = None) -> list[list[tuple[str, float]]]:
-    """Translate raw (or tokenized) lines; returns per line the n-best (text, ln p) pairs."""
+                    tokens: list[list[str]] | None = None,
+                    attention_out: list[dict] | None = None) -> list[list[tuple[str, float]]]:
+    """Translate raw (or tokenized) lines; returns per line the n-best (text, ln p) pairs.
+
+    With ``cfg.attention`` set, ``attention_out`` receives one record per line (input order):
+    ``{"line", "source", "target", "attention"}``, the 1-best's rows (target tokens + EOS) over the
+    source tokens + EOS."""
     if tokens is None:
         tokens = tokenize_lines(cfg, lines)
     torch.set_num_threads(cfg.threads)
     loaded = load_translation_model(cfg.model, which=cfg.checkpoint)
+    if cfg.attention:
+        _check_attends(loaded.model, cfg)
     tgt_tok = MosesTokenizer(cfg.tgt_lang)
     ids = [loaded.src_vocab.encode(t) for t in tokens]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    batches = bucketed_batches([len(x) + 1 for x in ids], batch_size=cfg.batch_size,
+                               max_tokens=cfg.max_tokens or None, shuffle=False)
     results: list[list[tuple[str, float]]] = [[] for _ in ids]
-    for start in tqdm(range(0, len(order), cfg.batch_size), desc="translate", unit="batch", disable=not progress):
-        idx = order[start:start + cfg.batch_size]
+    records: list[dict | None] = [None] * len(ids)
+    for idx in tqdm(batches, desc="translate", unit="batch", disable=not progress):
+        idx = idx.tolist()
         src = pad([ids[i] for i in idx], suffix=EOS)
         for i, hyps in zip(idx, beam_search(loaded.model, src, beam_size=cfg.beam_size, nbest=cfg.nbest,
-                                            len_penalty=cfg.len_penalty)):
+                                            len_penalty=cfg.len_penalty, attention=bool(cfg.attention))):
             for hyp in hyps:
                 words = loaded.tgt_vocab.decode(hyp.tokens)
                 text = tgt_tok.detokenize(words) if cfg.detokenize else " ".join(words)
                 results[i].append((text, hyp.log_prob))
+            if cfg.attention:
+                best, target = hyps[0], loaded.tgt_vocab.decode(hyps[0].tokens)
+                rows = best.attn or []
+                records[i] = {"line": i + 1, "source": tokens[i] + [EOS_TOKEN],
+                              "target": target + [EOS_TOKEN] * (len(rows) > len(target)),
+                              "attention": [[round(a, 6) for a in row] for row in rows]}
+    if attention_out is not None:
+        attention_out.extend(r for r in records if r is not None)
     return results
+
+
+def _check_attends(model, cfg: TranslateConfig) -> None:
+    """Refuse --attention for a model whose decoder state has no "attn" (e.g. RNNenc's fixed summary)."""
+    if cfg.attention == cfg.output:
+        raise UsageError(f"--attention {cfg.attention}: the same file as --output")
+    attends = False
+    if isinstance(model, StepModel):
+        model.eval()
+        with torch.no_grad():
+            _, state = model.step(torch.tensor([BOS]), model.start(torch.tensor([[EOS]])))
+        attends = "attn" in state
+    if not attends:
+        raise UsageError(f"--attention {cfg.attention}: the model in {cfg.model} does not attend "
+                         f"({type(model).__name__}: its decoder state has no attention weights); attention "
+                         "matrices come from an attention model such as RNNsearch")
+
+
+def write_attention(fh, records: list[dict]) -> None:
+    """One JSON object per line: the 1-best's attention matrix (rows = target tokens, columns = source tokens)."""
+    for rec in records:
+        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
 
 def write_translations(fh, results: list[list[tuple[str, float]]], nbest: int) -> None:

@@ -243,7 +243,7 @@ def ordered_map(pool, func, tasks: Iterable, window: int) -> Iterator:
         yield pending.popleft().get()
 
 
-def _symmetrize_chunk(args: tuple) -> list[Links]:
+def symmetrize_chunk(args: tuple) -> list[Links]:
     fwd, rev, lengths, method = args
     return [symmetrize(a, b, sl, tl, method) for a, b, (sl, tl) in zip(fwd, rev, lengths)]
 
@@ -257,13 +257,13 @@ def symmetrize_corpus(forward: Sequence[Links], reverse: Sequence[Links],
                          f"for {len(lengths)} sentence pairs")
     n = len(lengths)
     if processes <= 1 or n < 2000 or not can_fork():
-        return _symmetrize_chunk((forward, reverse, lengths, method))
+        return symmetrize_chunk((forward, reverse, lengths, method))
     step = (n + processes - 1) // processes
     chunks = [(forward[k:k + step], reverse[k:k + step], lengths[k:k + step], method)
               for k in range(0, n, step)]
     out: list[Links] = []
     with fork_pool(processes) as pool:
-        for part in pool.map(_symmetrize_chunk, chunks):
+        for part in pool.map(symmetrize_chunk, chunks):
             out.extend(part)
     return out
 

@@ -31,7 +31,7 @@ from itertools import islice
 
 from nmt.data.io import atomic_write, iter_parallel
 
-from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, Links, PathLike, _symmetrize_chunk,
+from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, Links, PathLike, symmetrize_chunk,
                                       can_fork, fork_pool, format_pharaoh, long_pairs, ordered_map, parse_pharaoh,
                                       read_tokenized_parallel, some_lines, symmetrize_corpus, write_alignments)
 
@@ -281,10 +281,10 @@ def symmetrize_files(fwd_path: PathLike, rev_path: PathLike, lengths: Sequence[t
                        for p in (forward_out, reverse_out)]
         tasks = _link_chunks(fwd_path, rev_path, lengths, method, directional)
         if processes <= 1 or len(lengths) < 2000 or not can_fork():
-            results: Iterator[list[Links]] = map(_symmetrize_chunk, tasks)
+            results: Iterator[list[Links]] = map(symmetrize_chunk, tasks)
         else:
             pool = stack.enter_context(fork_pool(processes))
-            results = ordered_map(pool, _symmetrize_chunk, tasks, 2 * processes)
+            results = ordered_map(pool, symmetrize_chunk, tasks, 2 * processes)
         k = 0
         for part in results:
             for links in part:

@@ -100,6 +100,27 @@ def test_table_pairs_are_the_phrase_tables_in_its_order(tmp_path):
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def test_train_phrases_reordering_flag_writes_the_same_table_and_its_moses_ini_line(tmp_path, capsys):
+    """smt-train-phrases --reordering msd-bidirectional-fe: smt-train-reordering's table from the step's own
+    alignment, and with --lm the LexicalReordering0 line of train-model.perl in moses.ini; a bad value exits 2."""
+    common = _corpus(tmp_path)
+    lm = str(Path(__file__).parent / "data" / "kenlm" / "hand_bigram.arpa")
+    out = tmp_path / "pt"
+    assert train_phrases_main(common + ["--out-dir", str(out), "--processes", "1", "--max-phrase-length", "4",
+                                        "--reordering", "msd-bidirectional-fe", "--lm", lm, "--lm-order", "2"]) == 0
+    one = tmp_path / "one.gz"
+    assert cli_main(common + ["--out", str(one), "--processes", "1", "--max-phrase-length", "4"]) == 0
+    table = out / "reordering-table.wbe-msd-bidirectional-fe.gz"
+    assert gzip.decompress(table.read_bytes()) == gzip.decompress(one.read_bytes())
+    ini = (out / "moses.ini").read_text(encoding="utf-8")
+    assert ("LexicalReordering name=LexicalReordering0 num-features=6 type=wbe-msd-bidirectional-fe-allff "
+            f"input-factor=0 output-factor=0 path={table.resolve()}\n") in ini
+    assert "LexicalReordering0= 0.3 0.3 0.3 0.3 0.3 0.3\n" in ini
+    capsys.readouterr()
+    assert train_phrases_main(common + ["--out-dir", str(tmp_path / "bad"), "--reordering", "hier-msd"]) == 2
+    assert "--reordering must be one of" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
 @pytest.mark.parametrize("text, line, what", [
     ("a ||| b ||| 0.5 0.25 0.25 0.2 0.2 0.6 \nc ||| d ||| 0.5 0.25 0.25 0.2 0.2 \n", 2, "5 scores"),
     ("a ||| b ||| 0.5 0.25 0.25 0.2 0.2 0.6 \nc ||| d 0.5 0.25 0.25 0.2 0.2 0.6\n", 2, "3 fields"),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nmt import config as C
 from nmt.errors import command
+from nmt.formats.reordering_table import TABLE_NAME
 from nmt.logs import setup_logging
 from smt_features.model.moses_ini_build import default_config
 from smt_features.train.phrase_model import TrainPhrasesConfig, train_phrases
@@ -25,8 +26,9 @@ def cli_main(argv: list[str] | None = None) -> int:
     train_phrases(cfg)
     if cfg.lm:
         out = Path(cfg.out_dir)
+        reordering = str((out / TABLE_NAME).resolve()) if cfg.reordering else None
         default_config(str((out / "phrase-table.gz").resolve()), str(Path(cfg.lm).resolve()),
-                       lm_order=cfg.lm_order).write(out / "moses.ini")
+                       lm_order=cfg.lm_order, reordering_table=reordering).write(out / "moses.ini")
         print(f"[smt-train-phrases] wrote {out / 'moses.ini'} (train-model.perl's default weights)")
     return 0
 

@@ -36,6 +36,7 @@ from nmt.config import field
 from nmt.data.io import DataError
 from nmt.errors import UsageError, refuse_overwriting_inputs
 from nmt.formats.phrase_table_check import check_phrase_table
+from nmt.formats.reordering_table import TABLE_NAME
 
 from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, long_pairs, read_alignments,
                                       read_tokenized_parallel, report_bare, report_long_and_uneven,
@@ -46,9 +47,12 @@ from smt_features.train.corpus_stream import check_alignment, scan_corpus, write
 from smt_features.train.external_sort import SortOptions, check_size
 from smt_features.train.extract_stream import DEFAULT_CHUNK_LINES, StreamOptions
 from smt_features.train.phrases import PhraseTableStats, build_phrase_table, build_phrase_table_from_files
+from smt_features.train.reordering_scoring import Smoothing
+from smt_features.train.reordering_step import TrainReorderingConfig, train_reordering
 from smt_features.train.spans import DEFAULT_MAX_PHRASE_LENGTH
 
 log = logging.getLogger(__name__)
+REORDERING_MODELS = ("", "msd-bidirectional-fe")
 
 
 @dataclass
@@ -71,6 +75,11 @@ class TrainPhrasesConfig:
     lm: str = field("", help="KenLM model (ARPA or binary) of the target language: also write OUT_DIR/moses.ini "
                              "with train-model.perl's features and default weights (distance reordering)")
     lm_order: int = field(5, help="order of --lm (the moses.ini KENLM line)")
+    reordering: str = field("", help="'msd-bidirectional-fe': also write Moses's lexicalized reordering table "
+                                     "OUT_DIR/reordering-table.wbe-msd-bidirectional-fe.gz from the same alignment "
+                                     "(as smt-train-reordering) and, with --lm, its LexicalReordering0 line in "
+                                     "moses.ini; '' (default): distance reordering only")
+    reordering_smoothing: str = field("0.5", help="with --reordering: smt-train-reordering's --smoothing")
     sort_buffer: str = field("1G", help="phrase extraction streamed through temp files and GNU sort, memory "
                                         "bounded by this sort -S size (e.g. 500M, 2G); 'memory' (or '') counts "
                                         "every phrase pair in RAM instead (same table bytes)")
@@ -83,6 +92,16 @@ class TrainPhrasesConfig:
                                            "somewhat worse); 0 = the whole corpus at once")
 
 
+def _reordering_config(cfg: TrainPhrasesConfig) -> TrainReorderingConfig:
+    """``--reordering``'s table from the step's own inputs and alignment (the same phrase pairs as the table)."""
+    out = Path(cfg.out_dir)
+    buffer = cfg.sort_buffer if cfg.sort_buffer not in ("", "memory") else "1G"
+    return TrainReorderingConfig(src=cfg.src, tgt=cfg.tgt, alignment=str(out / f"aligned.{cfg.symmetrization}"),
+                                 out=str(out / TABLE_NAME), max_phrase_length=cfg.max_phrase_length,
+                                 smoothing=cfg.reordering_smoothing, sort_buffer=buffer, tmp_dir=cfg.tmp_dir,
+                                 processes=cfg.processes)
+
+
 def output_paths(cfg: TrainPhrasesConfig) -> dict[str, Path]:
     """Every file the step writes into ``--out-dir`` (named for messages)."""
     out = Path(cfg.out_dir)
@@ -92,6 +111,8 @@ def output_paths(cfg: TrainPhrasesConfig) -> dict[str, Path]:
         paths.update({"aligned.forward": out / "aligned.forward", "aligned.reverse": out / "aligned.reverse"})
     if cfg.lm:
         paths["moses.ini"] = out / "moses.ini"
+    if cfg.reordering:
+        paths[TABLE_NAME] = out / TABLE_NAME
     return {f"--out-dir's {name}": path for name, path in paths.items()}
 
 
@@ -158,6 +179,15 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
     if cfg.max_phrase_length < 1:
         raise UsageError("--max-phrase-length must be >= 1")
     stream = _stream_options(cfg)
+    if cfg.reordering not in REORDERING_MODELS:
+        raise UsageError(f"--reordering must be one of {', '.join(m or repr(m) for m in REORDERING_MODELS)}, "
+                         f"not {cfg.reordering!r}")
+    reordering = _reordering_config(cfg) if cfg.reordering else None
+    if reordering is not None:
+        try:
+            Smoothing.parse(cfg.reordering_smoothing)
+        except ValueError as e:
+            raise UsageError(f"--reordering-smoothing: {e}") from None
     if cfg.align_chunk_pairs < 0 or (cfg.align_chunk_pairs and stream is None):
         raise UsageError("--align-chunk-pairs must be >= 0 (and needs the streamed path: a --sort-buffer size)")
     if Path(cfg.out_dir).exists() and not Path(cfg.out_dir).is_dir():
@@ -194,6 +224,10 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
           f"({stats.occurrences} occurrences of {stats.distinct_pairs} distinct pair+alignment keys)")
     print(f"[smt-train-phrases] scoring + writing phrase-table.gz ({stats.lines} lines): "
           f"{stats.score_seconds:.1f} s")
+    if reordering is not None:
+        t = time.perf_counter()
+        r = train_reordering(reordering)
+        stage(f"lexicalized reordering table ({r.pairs} lines)", t)
     t = time.perf_counter()
     times["total"] = t - t_all
     print(f"[smt-train-phrases] total: {t - t_all:.1f} s", flush=True)

@@ -308,12 +308,13 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     assert "scale: tinier" in proc.stdout
     assert not (work / "smt" / "data").exists()                    # a dry run runs nothing
     # lm_corpus: target: the LMs on the experiment's own tokenized target side (train, dev, first test)
-    write(systems, "lm_corpus: target\n  lm_epochs: 1")
+    write(systems, "lm_corpus: target\n  lm_epochs: 1\n  lm_max_updates: 300")
     proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
                           capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
     assert proc.returncode == 0, proc.stderr
     lm_step = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if "lm_rerank.sh" in line][0]
     assert after(lm_step, "--lm-corpus") == ["files"] and after(lm_step, "--lm-epochs") == ["1"]
+    assert after(lm_step, "--lm-max-updates") == ["300"]
     assert after(lm_step, "--lm-text") == [" ".join(f"{work}/smt/data/{s}.tok.fr" for s in
                                                     ("corpus", "heldout", "news1"))]
     write("[Baseline, +BERT]")

@@ -122,7 +122,8 @@ if [ -n "$rnn_systems" ]; then
 fi
 if [ -n "$lm_rows" ]; then
   # lm_corpus: a corpus name of recipes/ptb_lm/run.sh (multi30k-fr, ptb), or `target`: the experiment's own
-  # tokenized target side (train / dev / first test set); lm_epochs (optional): at most N epochs per LM
+  # tokenized target side (train / dev / first test set); lm_epochs, lm_max_updates (optional): at most N
+  # epochs / updates per LM
   lm_corpus=$(config_value "$x" lm_corpus)
   lm_flags=(--lm-corpus "$lm_corpus")
   if [ "$lm_corpus" = target ]; then
@@ -131,6 +132,8 @@ if [ -n "$lm_rows" ]; then
   fi
   lm_epochs=$(config_value "$x" lm_epochs 2> /dev/null || true)
   [ -n "$lm_epochs" ] && lm_flags+=(--lm-epochs "$lm_epochs")
+  lm_max_updates=$(config_value "$x" lm_max_updates 2> /dev/null || true)
+  [ -n "$lm_max_updates" ] && lm_flags+=(--lm-max-updates "$lm_max_updates")
   stage "neural LM rows (lm_rerank.sh)" bash "$lib/lm_rerank.sh" "${common[@]}" --smt-work "$work/smt" \
     --rnn-work "$work/rnn" --lm-work "$work/lm" --work "$work/rerank" "${sets[@]}" --rows "$lm_rows" \
     ${lm_flags[@]+"${lm_flags[@]}"} ${encdec:+--encdec "$encdec"}

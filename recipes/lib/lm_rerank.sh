@@ -10,7 +10,7 @@
 # LMs + the encoder–decoder).
 #   recipes/lib/lm_rerank.sh --config YAML --smt-work DIR --rnn-work DIR --lm-work DIR --work DIR
 #                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
-#                            [--lm-text "TRAIN VALID TEST"] [--lm-epochs N]
+#                            [--lm-text "TRAIN VALID TEST"] [--lm-epochs N] [--lm-max-updates N]
 #                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all"]
 # --config: the recipe's config (its smt[_quick] section: rerank_nbest, and dev/tests unless given).
 # --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
@@ -18,7 +18,7 @@
 # --rows: the rows to make (default all four; +RNN+WP's tuned runs are needed only for `all`).
 # --lm-corpus files --lm-text "TRAIN VALID TEST": the LMs on these tokenized target-side files (experiment.sh's
 # `lm_corpus: target`: the experiment's own training text and its dev / first test set). --lm-epochs: at most N
-# epochs per LM (default: the ptb_lm config's, 15 at the RMN paper's setting).
+# epochs per LM (default: the ptb_lm config's, 15 at the RMN paper's setting); --lm-max-updates: at most N updates.
 # Used by recipes/lib/experiment.sh and recipes/multi30k_enfr/lm_rerank.sh.
 # Outputs: WORK/{baseline,rnnwp}.R/*.nbest(.feat.gz), WORK/<row>.R/*, WORK/scores.md, WORK/examples.md,
 #   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
@@ -39,6 +39,7 @@ rows="lstm rmn mog all"
 lm_corpus=""
 lm_text=""
 lm_epochs=""
+lm_max_updates=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -54,6 +55,7 @@ while [ $# -gt 0 ]; do
     --lm-corpus) lm_corpus=$2; shift ;;
     --lm-text) lm_text=$2; shift ;;
     --lm-epochs) lm_epochs=$2; shift ;;
+    --lm-max-updates) lm_max_updates=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
   shift
@@ -89,7 +91,8 @@ if [ "$lm_corpus" = files ]; then
   lm_data=(--train-text "$lm_train" --valid-text "$lm_valid" --test-text "$lm_test")
 fi
 run_step "neural LMs" "$lmw/table.md" -- bash "$root/recipes/ptb_lm/run.sh" $qflag --corpus "$lm_corpus" --models "$models" \
-  --threads "$threads" --work "$lmw" ${lm_data[@]+"${lm_data[@]}"} ${lm_epochs:+--epochs "$lm_epochs"}
+  --threads "$threads" --work "$lmw" ${lm_data[@]+"${lm_data[@]}"} ${lm_epochs:+--epochs "$lm_epochs"} \
+  ${lm_max_updates:+--max-updates "$lm_max_updates"}
 echo "language models: $(( $(date +%s) - t0 )) s"
 lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Penn Treebank language models: KenLM 5-gram + the neural LMs (LSTM 1-3 x 128, RM/RMR, Mogrifier),
 # valid and test perplexity of each (N = words + one </s> per line), one markdown table.
-#   recipes/ptb_lm/run.sh [--quick] [--epochs N] [--work DIR] [--models "lstm-1x128 rm+tM-g ..."]
+#   recipes/ptb_lm/run.sh [--quick] [--epochs N] [--max-updates N] [--work DIR] [--models "lstm-1x128 rm+tM-g ..."]
 #                         [--threads N] [--no-kenlm] [--corpus ptb|multi30k-fr|files]
 #                         [--train-text F --valid-text F --test-text F]
 # --corpus multi30k-fr: the same models on the target side of the translation experiments, the
@@ -19,6 +19,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 quick=0
 epochs=""
+max_updates=""
 work=""
 models="lstm-1x128 lstm-2x128 lstm-3x128 rm+tM-g rm-tM-l rmr-tM-g mogrifier lstm-1x135-stream"
 threads=${THREADS:-2}
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --epochs) epochs=$2; shift ;;
+    --max-updates) max_updates=$2; shift ;;
     --work) work=$2; shift ;;
     --models) models=$2; shift ;;
     --threads) threads=$2; shift ;;
@@ -81,6 +83,7 @@ mkdir -p "$work"
 start=$(date +%s)
 epoch_flag=()
 [ -n "$epochs" ] && epoch_flag=(--max-epochs "$epochs")
+[ -n "$max_updates" ] && epoch_flag+=(--max-updates "$max_updates")
 
 if [ $kenlm = 1 ]; then
   echo "== KenLM 5-gram (kenlm$suffix)"

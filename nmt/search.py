@@ -84,15 +84,15 @@ def beam_search(model: StepModel, src: Tensor, *, beam_size: int = 5, nbest: int
         raise ValueError(f"nbest ({nbest}) cannot exceed beam_size ({beam_size})")
     if isinstance(model, torch.nn.Module):
         model.eval()
-    B, K, inf = src.shape[0], beam_size, float("-inf")
+    B, K, inf, dev = src.shape[0], beam_size, float("-inf"), src.device
     src_len = (src != PAD).sum(1)
     max_len = (max_len_a * src_len.float() + max_len_b).long().clamp(min=1)
     state = {k: v.repeat_interleave(K, 0) for k, v in model.start(src).items()}
-    alive = torch.arange(B)  # the batch's sentences still searched, one per K rows
-    scores = torch.full((B, K), inf)
+    alive = torch.arange(B, device=dev)  # the batch's sentences still searched, one per K rows
+    scores = torch.full((B, K), inf, device=dev)
     scores[:, 0] = 0.0
-    n_ended = torch.zeros(B, dtype=torch.long)
-    prev = torch.full((B * K,), BOS, dtype=torch.long)
+    n_ended = torch.zeros(B, dtype=torch.long, device=dev)
+    prev = torch.full((B * K,), BOS, dtype=torch.long, device=dev)
     back_tok: list[Tensor] = []  # per step [B, K]: the token of each kept beam ...
     back_beam: list[Tensor] = []  # ... and the beam of the step before it continues
     back_attn: list[Tensor] = []  # per step [B, K, S]: attention of each beam row before the top-k
@@ -104,7 +104,7 @@ def beam_search(model: StepModel, src: Tensor, *, beam_size: int = 5, nbest: int
         if attention:
             if "attn" not in state:
                 raise ValueError("this model's decoder state has no attention ('attn'): it does not attend")
-            full = torch.zeros(B, K, src.shape[1])
+            full = torch.zeros(B, K, src.shape[1], device=dev)
             full[alive] = state["attn"].view(n, K, -1).float()
             back_attn.append(full)
         cand = (scores.view(-1, 1) + log_probs).view(n, K * V)
@@ -118,14 +118,14 @@ def beam_search(model: StepModel, src: Tensor, *, beam_size: int = 5, nbest: int
             n_ended += eos_best.sum(1)
         scores, keep = top_scores.masked_fill(is_eos, inf).topk(K, dim=1)
         new_beam, new_tokens = beam_idx.gather(1, keep), tokens.gather(1, keep)
-        back_tok.append(torch.zeros(B, K, dtype=torch.long).index_copy_(0, alive, new_tokens))
-        back_beam.append(torch.zeros(B, K, dtype=torch.long).index_copy_(0, alive, new_beam))
+        back_tok.append(torch.zeros(B, K, dtype=torch.long, device=dev).index_copy_(0, alive, new_tokens))
+        back_beam.append(torch.zeros(B, K, dtype=torch.long, device=dev).index_copy_(0, alive, new_beam))
         full_count = n_ended >= K
         over = ~full_count & (max_len <= t + 1)  # out of length budget: close the live hypotheses as they are
         if bool(over.any()):
             r, k = (over.unsqueeze(1) & (scores > inf)).nonzero(as_tuple=True)
             ended.add(alive[r], t, k, scores[r, k], False, k + K)
-        rows = new_beam + (torch.arange(n) * K).unsqueeze(1)
+        rows = new_beam + (torch.arange(n, device=dev) * K).unsqueeze(1)
         done = full_count | over
         if bool(done.any()):
             still = (~done).nonzero().squeeze(1)
@@ -146,8 +146,8 @@ def _read_back(ended: _Ended, back_tok: list[Tensor], back_beam: list[Tensor], b
         sent, last, beam = torch.cat(ended.sent), torch.cat(ended.last), torch.cat(ended.beam)
         eos = torch.cat(ended.eos).bool()
         T = len(back_tok)
-        toks = torch.zeros(sent.numel(), T, dtype=torch.long)
-        attn = torch.zeros(sent.numel(), T + 1, back_attn[0].shape[-1]) if back_attn else None
+        toks = torch.zeros(sent.numel(), T, dtype=torch.long, device=sent.device)
+        attn = torch.zeros(sent.numel(), T + 1, back_attn[0].shape[-1], device=sent.device) if back_attn else None
         if attn is not None:  # the EOS row: the attention of the beam that produced EOS, one step after `last`
             has = eos.nonzero().squeeze(1)
             attn[has, last[has] + 1] = torch.stack(back_attn)[last[has] + 1, sent[has], beam[has]]

@@ -62,6 +62,10 @@ def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = Tru
     With ``cfg.attention`` set, ``attention_out`` receives one record per line (input order):
     ``{"line", "source", "target", "attention"}``, the 1-best's rows (target tokens + EOS) over the
     source tokens + EOS."""
+    for flag, value, least in (("--batch-size", cfg.batch_size, 1), ("--beam-size", cfg.beam_size, 1),
+                               ("--max-tokens", cfg.max_tokens, 0)):
+        if value < least:
+            raise UsageError(f"{flag} {value}: must be at least {least}")
     if tokens is None:
         tokens = tokenize_lines(cfg, lines)
     torch.set_num_threads(cfg.threads)

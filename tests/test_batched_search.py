@@ -208,6 +208,11 @@ def test_nmt_translate_attention_file_and_max_tokens(tmp_path: Path, monkeypatch
         assert all(len(r) == len(rec["source"]) and abs(sum(r) - 1) < 1e-4 for r in rec["attention"])
     assert cli_main(args + ["--output", str(tmp_path / "b.txt"), "--max-tokens", "7", "--batch-size", "2"]) == 0
     assert (tmp_path / "b.txt").read_bytes() == (tmp_path / "a.txt").read_bytes()
+    for bad in (["--batch-size", "0"], ["--max-tokens", "-1"], ["--beam-size", "0"]):
+        capsys.readouterr()
+        assert cli_main(args + ["--output", str(tmp_path / "d.txt")] + bad) == 2
+        assert f"{bad[0]} {bad[1]}: must be at least" in capsys.readouterr().err
+    assert not (tmp_path / "d.txt").exists()
     model["m"] = _rnnenc()
     capsys.readouterr()
     assert cli_main(args + ["--output", str(tmp_path / "c.txt"), "--attention", str(tmp_path / "c.jsonl")]) == 2

@@ -147,6 +147,10 @@ def _translate_cases() -> None:
           where=lambda ws: ("translate.in.long", 2), outputs=outs)
     _case(prog, "output-is-input",
           lambda ws: [*run(good)(ws)[:-2], "--output", str(good(ws))], where=lambda ws: ("translate.in", None))
+    _case(prog, "attention-is-input", lambda ws: [*run(good)(ws), "--attention", str(good(ws))],
+          where=lambda ws: ("translate.in", None), outputs=outs)
+    _case(prog, "attention-of-rnnenc", lambda ws: [*run(good)(ws), "--attention", str(ws.output("hyp.attn"))],
+          where=lambda ws: ("hyp.attn", None), outputs=lambda ws: [out(ws), ws.output("hyp.attn")])
     _case(prog, "model-missing", run(good, model=lambda ws: ws.missing("model")), where=lambda ws: ("model", None),
           outputs=outs)
     _case(prog, "truncated-checkpoint", run(good, model=_nmt_truncated),

@@ -30,9 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smt_features.model.weights import value_indices
 from smt_features.tune.bleu_stats import ORDER
-from smt_features.tune.pool import NBestPool, PoolArrays
+from smt_features.tune.pool import NBestPool, PoolArrays, optimizer_inputs
 
 #: Moses's initial background pseudo-document (``kbmira.cpp``): 4..1 matches and n-grams, length 4
 INITIAL_BACKGROUND = np.array([4, 4, 3, 3, 2, 2, 1, 1, 4], dtype=np.float64)
@@ -81,14 +80,8 @@ def kbmira(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options:
     """Batch MIRA over the pool from ``init_weights`` (see the module docstring)."""
     opts = options or KbMiraOptions()
     t0 = time.perf_counter()
-    arrays = pool.arrays() if isinstance(pool, NBestPool) else pool
-    names = list(pool.feature_names or []) if isinstance(pool, NBestPool) else \
-        list(feature_names or [f"F{i}" for i in range(arrays.features.shape[1])])
+    arrays, _, w, fixed = optimizer_inputs(pool, init_weights, opts.fixed, feature_names)
     dim = arrays.features.shape[1]
-    w = np.asarray(init_weights, dtype=np.float64).copy()
-    if w.shape != (dim,):
-        raise ValueError(f"{w.size} initial weights for {dim} features")
-    fixed = value_indices(opts.fixed, names)
     mask = np.ones(dim)
     mask[fixed] = 0.0
     if not mask.any():

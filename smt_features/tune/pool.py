@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from smt_features.model.weights import layout_of, value_names
+from smt_features.model.weights import layout_of, value_indices, value_names
 from smt_features.tune.bleu_stats import NUM_STATS, BleuScorer, bleu_from_stats
 from smt_features.tune.envelope import SortedRows, sort_rows
 
@@ -205,3 +205,18 @@ class NBestPool:
     def bleu(self, weights: Sequence[float]) -> float:
         """BLEU (percent) of the 1-best selection under ``weights``."""
         return self.arrays().bleu(np.asarray(weights, dtype=np.float64))
+
+
+def optimizer_inputs(pool: "NBestPool | PoolArrays", init_weights: Sequence[float], fixed: Iterable[str | int],
+                     feature_names: Sequence[str] | None = None) -> tuple[PoolArrays, list[str], np.ndarray, list[int]]:
+    """What a pool optimiser (kbMIRA, PRO) starts from: the pool's arrays, its value names (``feature_names``
+    or ``F0…`` for bare arrays), a float64 copy of ``init_weights`` (one per value, else ValueError) and the
+    indices of the ``fixed`` values."""
+    arrays = pool.arrays() if isinstance(pool, NBestPool) else pool
+    names = list(pool.feature_names or []) if isinstance(pool, NBestPool) else \
+        list(feature_names or [f"F{i}" for i in range(arrays.features.shape[1])])
+    dim = arrays.features.shape[1]
+    w = np.asarray(init_weights, dtype=np.float64).copy()
+    if w.shape != (dim,):
+        raise ValueError(f"{w.size} initial weights for {dim} features")
+    return arrays, names, w, value_indices(fixed, names)

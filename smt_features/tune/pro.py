@@ -25,10 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smt_features.model.weights import value_indices
 from smt_features.tune.bleu_stats import ORDER
 from smt_features.tune.mert import normalise_l1
-from smt_features.tune.pool import NBestPool, PoolArrays
+from smt_features.tune.pool import NBestPool, PoolArrays, optimizer_inputs
 
 
 @dataclass
@@ -111,14 +110,8 @@ def pro(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: Pr
     """PRO over the pool, interpolated with ``init_weights`` (see the module docstring)."""
     opts = options or ProOptions()
     t0 = time.perf_counter()
-    arrays = pool.arrays() if isinstance(pool, NBestPool) else pool
-    names = list(pool.feature_names or []) if isinstance(pool, NBestPool) else \
-        list(feature_names or [f"F{i}" for i in range(arrays.features.shape[1])])
+    arrays, _, w0, fixed = optimizer_inputs(pool, init_weights, opts.fixed, feature_names)
     dim = arrays.features.shape[1]
-    w0 = np.asarray(init_weights, dtype=np.float64).copy()
-    if w0.shape != (dim,):
-        raise ValueError(f"{w0.size} initial weights for {dim} features")
-    fixed = value_indices(opts.fixed, names)
     free = np.array([i for i in range(dim) if i not in fixed], dtype=np.int64)
     if free.size == 0:
         raise ValueError("every feature is fixed: nothing to tune")

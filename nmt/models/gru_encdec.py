@@ -20,7 +20,6 @@ Padding id is 0; sequences are right-padded.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +28,7 @@ from torch import Tensor, nn
 
 from nmt.config import field
 from nmt.data.special import PAD
+from nmt.models.encdec_base import PairScoringModel, preset_config
 from nmt.models.gru_recurrence import gated_recurrence, gated_recurrence_loop
 
 
@@ -143,7 +143,7 @@ class _Recurrence(nn.Module):
         return self.unit(self.W(x), h)
 
 
-class GRUEncoderDecoder(nn.Module):
+class GRUEncoderDecoder(PairScoringModel):
     """Cho et al. (2014) RNN Encoder–Decoder with a fixed-length summary ``c``."""
 
     def __init__(self, cfg: GRUEncDecConfig, src_vocab_size: int, tgt_vocab_size: int):
@@ -263,14 +263,6 @@ class GRUEncoderDecoder(nn.Module):
         """Logits [B, T, V] of the target given the source (teacher forcing)."""
         return self.decode(self.encode(src), tgt_in)
 
-    def pair_log_probs(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
-        """ln p(target | source) per pair [B], summed over target tokens incl. EOS, PAD ignored."""
-        logits = self.forward(src, tgt_in)
-        nll = F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=PAD, reduction="none")
-        return -nll.sum(1)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
 
 def build_model(cfg: GRUEncDecConfig, src_vocab_size: int, tgt_vocab_size: int) -> GRUEncoderDecoder:
@@ -278,8 +270,4 @@ def build_model(cfg: GRUEncDecConfig, src_vocab_size: int, tgt_vocab_size: int) 
 
 
 def config_with_preset(preset: str | None, **overrides) -> GRUEncDecConfig:
-    if preset is not None and preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
-    values = dict(PRESETS.get(preset or "cho2014", {}))
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return dataclasses.replace(GRUEncDecConfig(), **values)
+    return preset_config(GRUEncDecConfig(), PRESETS, "cho2014", preset, **overrides)

@@ -30,7 +30,6 @@ N(0, 0.01²). Padding id is 0; sequences are right-padded. Sizes: ``m`` = ``emb_
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -39,6 +38,7 @@ from torch import Tensor, nn
 
 from nmt.config import field
 from nmt.data.special import PAD
+from nmt.models.encdec_base import PairScoringModel, preset_config
 from nmt.models.gru_encdec import GatedUnit
 
 
@@ -70,7 +70,7 @@ def _stacked_orthogonal_(weight: Tensor) -> None:
             nn.init.orthogonal_(weight[lo:lo + hidden])
 
 
-class RNNsearch(nn.Module):
+class RNNsearch(PairScoringModel):
     """Bahdanau et al. (2015) RNNsearch; the same training/scoring methods as GRUEncoderDecoder, plus start/step."""
 
     arch = "rnnsearch"
@@ -186,14 +186,6 @@ class RNNsearch(nn.Module):
                 s = self.dec_unit(y_proj[:, i] + self.dec_C(c), s)
         return self._readout(torch.stack(prev_states, 1), y, torch.stack(contexts, 1))
 
-    def pair_log_probs(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
-        """ln p(target | source) per pair [B], summed over target tokens incl. EOS, PAD ignored."""
-        logits = self.forward(src, tgt_in)
-        nll = F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=PAD, reduction="none")
-        return -nll.sum(1)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
 
 def build_model(cfg: RNNsearchConfig, src_vocab_size: int, tgt_vocab_size: int) -> RNNsearch:
@@ -201,8 +193,4 @@ def build_model(cfg: RNNsearchConfig, src_vocab_size: int, tgt_vocab_size: int) 
 
 
 def config_with_preset(preset: str | None, **overrides) -> RNNsearchConfig:
-    if preset is not None and preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
-    values = dict(PRESETS.get(preset or "rnnsearch-paper", {}))
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return dataclasses.replace(RNNsearchConfig(), **values)
+    return preset_config(RNNsearchConfig(), PRESETS, "rnnsearch-paper", preset, **overrides)

@@ -22,12 +22,14 @@ collision is harmless), giving the table-order list the in-memory table gives.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import mmap
 import os
 import struct
 import tempfile
+import weakref
 from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -201,6 +203,19 @@ def check_current(path: str | os.PathLike[str], table: str | os.PathLike[str], h
                         f"{now['mtime_ns']}); rebuild it with `smt-binarize-table --table {table}` or delete it")
 
 
+class _PreadColumn:
+    """A column of little-endian uint64 in the file, read one value at a time with ``os.pread`` (for bisect)."""
+
+    def __init__(self, fd: int, start: int, n: int) -> None:
+        self._fd, self._start, self._n = fd, start, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> int:
+        return int.from_bytes(os.pread(self._fd, 8, self._start + 8 * i), "little")
+
+
 class BinaryPhraseTable:
     """A binarized table, memory-mapped; the interface of :class:`smt_features.decode.table.PhraseTable`
     (``get``, ``num_scores``, ``max_src_len``, ``path``, ``len``, ``entries``) without holding the entries."""
@@ -217,12 +232,17 @@ class BinaryPhraseTable:
         self.max_src_len = int(header["max_src_len"])
         n = int(header["num_groups"])
         with open(path, "rb") as fh:
-            self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)  # for the sequential iter_groups
         start = int(header["index_offset"])
         if len(self._mm) != start + 16 * n:
             raise DataError(f"{path}: truncated binarized phrase table (rebuild it with smt-binarize-table)")
-        self._hashes = np.frombuffer(self._mm, dtype="<u8", count=n, offset=start)
-        self._offsets = np.frombuffer(self._mm, dtype="<u8", count=n, offset=start + 8 * n)
+        # lookups read with pread, not through the mapping: a mapped page (and the kernel's fault-around of
+        # its neighbours) would stay in this process's RSS, which would then grow with the table's size
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+        self._n = n
+        self._hashes = _PreadColumn(self._fd, start, n)
+        self._offsets = _PreadColumn(self._fd, start + 8 * n, n)
 
     def _group(self, off: int) -> tuple[bytes, int, int, int]:
         """(source bytes, line count, start of the targets, length of the targets) of the group at ``off``."""
@@ -239,14 +259,19 @@ class BinaryPhraseTable:
     def get(self, src: tuple[str, ...]):
         """``[(target tuple, scores tuple), …]`` of ``src`` in table order, or ``None``."""
         key = " ".join(src).encode("utf-8")
-        h = np.uint64(phrase_hash(key))
-        lo = int(np.searchsorted(self._hashes, h, "left"))
-        hi = int(np.searchsorted(self._hashes, h, "right"))
+        h = phrase_hash(key)
+        lo = bisect.bisect_left(self._hashes, h)
+        hi = bisect.bisect_right(self._hashes, h, lo)
         found = None
-        for off in self._offsets[lo:hi].tolist():
-            src_b, n, tp, lt = self._group(off)
-            if src_b == key:
-                found = (found or []) + self._entries_at(n, tp, lt)
+        k = self.num_scores
+        for i in range(lo, hi):
+            off = self._offsets[i]
+            ls, n, lt = _GROUP.unpack(os.pread(self._fd, _GROUP.size, off))
+            body = os.pread(self._fd, ls + lt + 8 * n * k, off + _GROUP.size)
+            if body[:ls] == key:
+                tgts = body[ls:ls + lt].decode("utf-8").split("\n")
+                vals = struct.unpack_from(f"<{n * k}d", body, ls + lt)
+                found = (found or []) + [(tuple(t.split(" ")), vals[j * k:(j + 1) * k]) for j, t in enumerate(tgts)]
         return found
 
     def iter_groups(self) -> Iterator[tuple[tuple[str, ...], list]]:
@@ -254,7 +279,7 @@ class BinaryPhraseTable:
         comes once per run)."""
         off, end = HEADER_SIZE, int(self.header["index_offset"])
         k = self.num_scores
-        while off + _GROUP.size <= end and len(self._hashes):
+        while off + _GROUP.size <= end and self._n:
             src_b, n, tp, lt = self._group(off)
             if not n:
                 break

@@ -55,12 +55,15 @@ if "$py" "$lib/config_value.py" "$x" files > /dev/null 2>&1; then
   prep+=(--train "$train_prefix" --dev "$dev_prefix" --test "${test_prefixes[@]}")
 else
   train=train   # nmt-prepare names a registry corpus's training split `train`
-  dev=$(config_value "$x" dev)
-  tests=$(config_value "$x" tests | tr '\n' ' ')
-  tests=${tests% }
+  dev_split=$(config_value "$x" dev)
   mapfile -t test_splits < <(config_value "$x" tests)
-  prep+=(--corpus "$(config_value "$x" corpus)" --train-split "$(config_value "$x" train)" --dev-split "$dev"
+  prep+=(--corpus "$(config_value "$x" corpus)" --train-split "$(config_value "$x" train)" --dev-split "$dev_split"
          --test-splits "${test_splits[@]}")
+  # a split of another corpus (`newstest:newstest2012`): nmt-prepare names its files after the last `:`
+  dev=${dev_split##*:}
+  tests=""
+  for t_split in "${test_splits[@]}"; do tests="$tests ${t_split##*:}"; done
+  tests=${tests# }
 fi
 # the SMT stages name their files SET.en / SET.fr and detokenize French (recipes/lib): other pairs are refused
 [ "$src-$tgt" = en-fr ] || { echo "experiment.sh: $cfg: src $src, tgt $tgt: the SMT stages handle en→fr only for now" >&2; exit 2; }

@@ -52,8 +52,11 @@ case $work in /*) ;; *) work=$PWD/$work ;; esac
 cache=${MT_CACHE:-$HOME/.cache/rnnsmt}/wmt14
 py=$bin/python
 cfg=$here/config.yaml
-dev=newstest2012-2013
-tests=newstest2014
+# the set names come from the config (prepare.dev_split / test_splits); stage 3 fills them from the WMT
+# release's SGML files newstest2012+2013 (dev) and newstest2014 (test)
+dev=$(config_value "$cfg:prepare" dev_split)
+tests=$(config_value "$cfg:prepare" test_splits)
+[ "$(wc -w <<< "$tests")" = 1 ] || { echo "wmt14_enfr/run.sh: $cfg: prepare.test_splits must name one set (newstest2014's)" >&2; exit 2; }
 ex=$work/extract
 corpus=$work/corpus
 files=$corpus/wmt14_enfr

@@ -60,9 +60,12 @@ case "$corpus" in
   multi30k-fr)
     work=${work:-$root/work/multi30k_fr_lm${suffix/-/_}}
     echo "== prepare Multi30k (recipes/multi30k_enfr/config.yaml:prepare) into $work/data"
-    "$py" -m nmt.cli.prepare --config "$root/recipes/multi30k_enfr/config.yaml:prepare" --out-dir "$work/data"
-    "$py" "$here/closed_vocab.py" --min-count 2 "$work/data/train.tok.fr" "$work/data/val.tok.fr" \
-      "$work/data/test_2016_flickr.tok.fr" --out-dir "$work/text"
+    m30k=$root/recipes/multi30k_enfr/config.yaml:prepare
+    "$py" -m nmt.cli.prepare --config "$m30k" --out-dir "$work/data"
+    lm_valid=$(config_value "$m30k" dev_split)                  # the sets come from that config:
+    lm_test=$(config_value "$m30k" test_splits | head -n 1)     # val and test_2016_flickr
+    "$py" "$here/closed_vocab.py" --min-count 2 "$work/data/train.tok.fr" "$work/data/$lm_valid.tok.fr" \
+      "$work/data/$lm_test.tok.fr" --out-dir "$work/text"
     train_file=$work/text/train.txt; valid_file=$work/text/valid.txt; test_file=$work/text/test.txt
     data_flags=(--train "$train_file" --valid "$valid_file" --test "$test_file")
     table_flags=(--no-paper) ;;

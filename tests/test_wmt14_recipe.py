@@ -51,17 +51,22 @@ def test_dry_run_prints_every_stage_and_runs_nothing(tmp_path):
         assert f"{url} -> {cache / name} [would download]" in out
     assert "http://www.statmt.org/wmt10/training-giga-fren.tar" in out
     assert "http://www.statmt.org/wmt14/test-full.tgz" in out
-    for n in range(1, 11):
+    for n in range(1, 6):
         assert f"== {n}. " in out
+    # stages 6-10 are the generic recipe with this folder's config, on the plain files stages 3 and 5 write
     cfg = RECIPE / "config.yaml"
+    files = work / "corpus" / "wmt14_enfr"
+    assert "== 6-10. the generic experiment recipe" in out
+    assert (f"+ bash {ROOT}/recipes/lib/experiment.sh {cfg} --work {work} --files-root {files} --mert-runs 2 "
+            "--threads 3 --device cuda") in out
+    assert (f"--out-dir {work}/smt/data --train {files}/train --dev {files}/newstest2012-2013 "
+            f"--test {files}/newstest2014") in out
+    assert (f"smt_baseline.sh --config {cfg} --mert-runs 2 --threads 3 --work {work}/smt --train train "
+            "--dev newstest2012-2013 --tests newstest2014") in out
     rescore = [line for line in out.splitlines() if "recipes/lib/rnn_rescore.sh" in line]
     assert len(rescore) == 1 and rescore[0].startswith("+ bash ")
-    assert f"--config {cfg} --dev newstest2012-2013 --tests newstest2014" in rescore[0]
-    assert f"--smt-work {work}/smt --work {work}/rnn --model {work}/rnn/phrase_model" in rescore[0]
-    assert "--mert-runs 2 --threads 3" in rescore[0]
-    assert f"smt_baseline.sh --work {work}/smt --mert-runs 2 --threads 3 --config {cfg}" in out
-    assert f"nmt-train --config {cfg}:train_phrases --device cuda" in out
-    assert "--device cuda" in [line for line in out.splitlines() if line.startswith("+ ") and "smt-rescore" in line][0]
+    assert f"--smt-work {work}/smt --work {work}/rnn --dev newstest2012-2013 --tests newstest2014" in rescore[0]
+    assert "--device cuda" in rescore[0] and "--systems rnn\\ rnnwp" in rescore[0]
     assert "select_data.py" in out and "--words 348000000 --count-side tgt" in out
     assert "dry run done" in out
     # nothing downloaded, nothing written: not even the work folder
@@ -148,8 +153,8 @@ def test_concat_checks_alignment(tmp_path):
     assert not (tmp_path / "d" / "pool.en").exists() and not list((tmp_path / "d").glob("*.part"))
 
 
-def test_prepare_reads_the_registered_corpus(tmp_path):
-    files = tmp_path / "corpus" / wmt14.FOLDER
+def test_data_only_prepares_the_plain_files_through_the_generic_recipe(tmp_path):
+    files = tmp_path / "work" / "corpus" / "wmt14_enfr"
     files.mkdir(parents=True)
     train_en = ["the house is red .", "a small cat", "the cat sleeps", "a red car"] * 3
     train_fr = ["la maison est rouge .", "un petit chat", "le chat dort", "une voiture rouge"] * 3
@@ -158,19 +163,21 @@ def test_prepare_reads_the_registered_corpus(tmp_path):
     for split, (en, fr) in sets.items():
         (files / f"{split}.en").write_text("\n".join(en) + "\n", encoding="utf-8")
         (files / f"{split}.fr").write_text("\n".join(fr) + "\n", encoding="utf-8")
-    out = tmp_path / "data"
-    rc = subprocess.run([sys.executable, str(RECIPE / "wmt14.py"), "prepare", "--config", str(RECIPE / "config.yaml"),
-                         "--corpus-root", str(tmp_path / "corpus"), "--out-dir", str(out)],
-                        capture_output=True, text=True, timeout=60, env=_env(tmp_path)).returncode
-    assert rc == 0
+    work = tmp_path / "work"
+    res = subprocess.run(["bash", str(ROOT / "recipes" / "lib" / "experiment.sh"), str(RECIPE / "config.yaml"),
+                          "--work", str(work), "--files-root", str(files), "--data-only"],
+                         capture_output=True, text=True, timeout=120, env=_env(tmp_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = work / "smt" / "data"
     stats = json.loads((out / "prepare.json").read_text())
-    assert stats["corpus"] == "wmt14-enfr" and stats["splits"]["train"]["kept"] == 12
+    assert stats["splits"]["train"]["kept"] == 12
     assert set(stats["splits"]) == {"train", "newstest2012-2013", "newstest2014"}
     # raw references stay raw (not detokenized like the pretokenized `newstest` corpus)
     assert (out / "newstest2014.fr").read_text(encoding="utf-8") == "Tom & « Jerry »\n"
     assert (out / "newstest2014.en").read_text(encoding="utf-8") == 'Tom & "Jerry"\n'
     # tokenized like the training data (Moses, XML-escaped as the toolkit's tokenizer does)
     assert (out / "newstest2014.tok.en").read_text(encoding="utf-8") == "Tom &amp; &quot; Jerry &quot;\n"
+    assert "--data-only: prepared data" in res.stdout and not (work / "smt" / "model").exists()
 
 
 def test_config_sections_parse():
@@ -182,8 +189,8 @@ def test_config_sections_parse():
     from nmt.translation_data import TranslationDataConfig
 
     cfg = yaml.safe_load((RECIPE / "config.yaml").read_text(encoding="utf-8"))
-    assert cfg["prepare"]["corpus"] == wmt14.CORPUS
-    assert cfg["prepare"]["dev_split"] == "newstest2012-2013" and cfg["prepare"]["test_splits"] == ["newstest2014"]
+    assert cfg["experiment"]["files"] == {"train": "train", "dev": "newstest2012-2013", "tests": ["newstest2014"]}
+    assert cfg["prepare_quick"]["max_train_pairs"] == 20000 and "corpus" not in cfg["prepare"]
     classes = [TranslationDataConfig, GRUEncDecConfig, OptimConfig, LoopConfig]
     built = {}
     for section in ("train_phrases", "train_phrases_quick"):

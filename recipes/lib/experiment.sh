@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # One experiment from one config file (EMS style): prepare → Baseline → +RNN/+RNN+WP → neural LM rows → report.
 #   recipes/lib/experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR]
+#                             [--files-root DIR] [--device cpu|cuda[:i]] [--data-only]
 # (recipes/experiment/run.sh and recipes/multi30k_enfr/table.sh run it.) CONFIG's `experiment` section names
 # the data (a registry `corpus`, or `files: {train: PREFIX, dev: PREFIX, tests: [PREFIX...]}` of plain
 # PREFIX.LANG files), `src`/`tgt`, the `dev` set and the `tests` (any number), the `systems` (Baseline, +RNN,
 # +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all), `mert_runs`, `lm_corpus`, `filter_table`, `truecase` (optional,
 # default false: true = Moses truecasing, nmt-prepare --truecase and every stage --truecase), and the `scale`
 # label printed with the table (`scale_quick` with --quick); its other sections size each stage (prepare,
-# train_phrases[_quick], smt[_quick]: see recipes/lib/smt_baseline.sh, rnn_rescore.sh, lm_rerank.sh).
+# train_phrases[_quick], smt[_quick]: see recipes/lib/smt_baseline.sh, rnn_rescore.sh, lm_rerank.sh; with
+# --quick a `prepare_quick` section, when the config has one, replaces `prepare`).
+# --files-root DIR: relative `files` prefixes are under DIR (default: the folder the recipe is run from).
+# --device: where the phrase model trains and rescores the table (rnn_rescore.sh; default cpu).
+# --data-only: stop after prepare (WORK/smt/data), e.g. on a CPU server before the GPU stages.
 # WORK (default work/experiment/<config name>[_quick]) holds smt/, rnn/, lm/, rerank/, report/, scores.md and
 # wall_time.txt (the seconds of every stage). Every step is reused once its output exists. RECIPE_DRY_RUN=1:
 # print the stage commands and run nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N]" >&2; exit 2; }
+[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--files-root DIR] [--device D] [--data-only]" >&2; exit 2; }
 cfg=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 [ -f "$cfg" ] || { echo "experiment.sh: no config $cfg" >&2; exit 2; }
@@ -21,18 +26,34 @@ work=""
 runs=""
 threads=2
 encdec=""
+files_root=""
+device=cpu
+data_only=0
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --encdec) [ $# -ge 2 ] || { echo "option $1 needs a value" >&2; exit 2; }; encdec=$2; shift ;;
+    --encdec | --files-root | --device)
+      [ $# -ge 2 ] || { echo "option $1 needs a value" >&2; exit 2; }
+      case "$1" in --encdec) encdec=$2 ;; --files-root) files_root=$2 ;; --device) device=$2 ;; esac
+      shift ;;
+    --data-only) data_only=1 ;;
     *) unknown_option "$1" ;;
   esac
   shift
 done
+case $device in cpu | cuda | cuda:*) ;; *) echo "experiment.sh: --device must be cpu or cuda[:i], not $device" >&2; exit 2 ;; esac
 x=$cfg:experiment
 quick_suffix
 name=$(basename "$cfg" .yaml)
-work=$(abs_dir "${work:-$root/work/experiment/$name$suffix}")
+work=${work:-$root/work/experiment/$name$suffix}
+case $work in /*) ;; *) work=$PWD/$work ;; esac
+# a relative `files` prefix: under --files-root (default: the current folder)
+files_root=${files_root:-$PWD}
+under_root() { case $1 in /*) echo "$1" ;; *) echo "$files_root/$1" ;; esac; }
+prepare_section=prepare
+if [ $quick = 1 ] && "$py" "$lib/config_value.py" "$cfg" prepare_quick > /dev/null 2>&1; then
+  prepare_section=prepare_quick
+fi
 runs=${runs:-$(config_value "$x" mert_runs)}
 src=$(config_value "$x" src)
 tgt=$(config_value "$x" tgt)
@@ -42,11 +63,12 @@ scale=$(config_value "$x" "scale$suffix")
 qflag=$(quick_flag $quick)
 
 # the data: a registry corpus, or plain files (the set names: the prefixes' base names)
-prep=("$bin/nmt-prepare" --config "$cfg:prepare" --src-lang "$src" --tgt-lang "$tgt" --out-dir "$work/smt/data")
+prep=("$bin/nmt-prepare" --config "$cfg:$prepare_section" --src-lang "$src" --tgt-lang "$tgt" --out-dir "$work/smt/data")
 if "$py" "$lib/config_value.py" "$x" files > /dev/null 2>&1; then
-  train_prefix=$(config_value "$x" files train)
-  dev_prefix=$(config_value "$x" files dev)
+  train_prefix=$(under_root "$(config_value "$x" files train)")
+  dev_prefix=$(under_root "$(config_value "$x" files dev)")
   mapfile -t test_prefixes < <(config_value "$x" files tests)
+  for i in "${!test_prefixes[@]}"; do test_prefixes[i]=$(under_root "${test_prefixes[i]}"); done
   dev=$(basename "$dev_prefix")
   tests=""
   for p in "${test_prefixes[@]}"; do tests="$tests $(basename "$p")"; done
@@ -109,10 +131,11 @@ stage() {  # stage NAME CMD...: run CMD (run_cmd: a dry run prints it), note its
   stage_times+=("$1: $((SECONDS - t0)) s")
 }
 start=$SECONDS
-mkdir -p "$work/smt"
+[ "${RECIPE_DRY_RUN:-0}" = 1 ] || mkdir -p "$work/smt"
 t0=$SECONDS
 run_step prepare "$work/smt/data/prepare.json" -- "${prep[@]}"
 stage_times+=("prepare: $((SECONDS - t0)) s")
+if [ $data_only = 1 ]; then echo "experiment.sh: --data-only: prepared data in $work/smt/data"; exit 0; fi
 stage "Baseline (smt_baseline.sh)" bash "$lib/smt_baseline.sh" "${common[@]}" --work "$work/smt" --train "$train" \
   "${sets[@]}"
 if [ -n "$rnn_systems" ]; then
@@ -121,7 +144,7 @@ if [ -n "$rnn_systems" ]; then
     filter_flags=(--filter-sets "$dev $tests")
   fi
   stage "+RNN (rnn_rescore.sh)" bash "$lib/rnn_rescore.sh" "${common[@]}" --smt-work "$work/smt" --work "$work/rnn" \
-    "${sets[@]}" --systems "$rnn_systems" ${filter_flags[@]+"${filter_flags[@]}"}
+    "${sets[@]}" --systems "$rnn_systems" --device "$device" ${filter_flags[@]+"${filter_flags[@]}"}
 fi
 if [ -n "$lm_rows" ]; then
   # lm_corpus: a corpus name of recipes/ptb_lm/run.sh (multi30k-fr, ptb), or `target`: the experiment's own

@@ -52,23 +52,19 @@ case $work in /*) ;; *) work=$PWD/$work ;; esac
 cache=${MT_CACHE:-$HOME/.cache/rnnsmt}/wmt14
 py=$bin/python
 cfg=$here/config.yaml
-# the set names come from the config (prepare.dev_split / test_splits); stage 3 fills them from the WMT
-# release's SGML files newstest2012+2013 (dev) and newstest2014 (test)
-dev=$(config_value "$cfg:prepare" dev_split)
-tests=$(config_value "$cfg:prepare" test_splits)
-[ "$(wc -w <<< "$tests")" = 1 ] || { echo "wmt14_enfr/run.sh: $cfg: prepare.test_splits must name one set (newstest2014's)" >&2; exit 2; }
+# the set names come from the config (experiment.files: plain PREFIX.LANG files under WORK/corpus/wmt14_enfr);
+# stage 3 fills them from the WMT release's SGML files newstest2012+2013 (dev) and newstest2014 (test)
+dev=$(basename "$(config_value "$cfg:experiment" files dev)")
+tests=$(config_value "$cfg:experiment" files tests)
+[ "$(wc -w <<< "$tests")" = 1 ] || { echo "wmt14_enfr/run.sh: $cfg: experiment.files.tests must name one set (newstest2014's)" >&2; exit 2; }
+tests=$(basename "$tests")
 ex=$work/extract
 corpus=$work/corpus
 files=$corpus/wmt14_enfr
 smt=$work/smt
-rnn=$work/rnn
-model=$rnn/phrase_model
-table=$rnn/phrase-table.rnn.gz
 qflag=()
-prep_flags=()
-section=train_phrases
 if [ $quick = 1 ]; then
-  qflag=(--quick); prep_flags=(--max-train-pairs 20000); section=train_phrases_quick; select_words=0
+  qflag=(--quick); select_words=0   # config.yaml:prepare_quick keeps the first 20,000 pairs
 fi
 
 # run_cmd / run_step (recipes/lib/common.sh) print every command; --dry-run: print only, run nothing.
@@ -116,33 +112,21 @@ else
   run_cmd ln -sfn ../pool.fr "$files/train.fr"
 fi
 
-stage "6. prepare (config.yaml:prepare) → $smt/data"
+stage "6-10. the generic experiment recipe on these files (config.yaml: experiment, prepare, smt, train_phrases)"
 if [ $dry = 0 ] && [ -f "$smt/data/prepare.json" ] && [ "$files/train.en" -nt "$smt/data/prepare.json" ]; then
   echo "wmt14_enfr: $files/train.en is newer than $smt/data/prepare.json (other selection settings?);" \
     "the later stages would reuse outputs of the old data: use a new --work" >&2
   exit 1
 fi
-run_step prepare "$smt/data/prepare.json" -- "$py" "$here/wmt14.py" prepare --config "$cfg" --corpus-root "$corpus" \
-  --out-dir "$smt/data" ${prep_flags[@]+"${prep_flags[@]}"}
-if [ "$stop" = data ]; then echo "wmt14_enfr: --data-only: prepared data in $smt/data"; exit 0; fi
-
-stage "7. phrase-based baseline ($smt)"
-run_cmd bash "$lib/smt_baseline.sh" ${qflag[@]+"${qflag[@]}"} --work "$smt" --mert-runs "$runs" \
-  --threads "$threads" --config "$cfg" --dev "$dev" --tests "$tests"
-
-stage "8. RNN Encoder–Decoder on the phrase table's unique pairs (config.yaml:$section, $device) → $model"
-run_step "phrase model" "$model/train.done" -- "$bin/nmt-train" --config "$cfg:$section" --device "$device" --data-dir "$smt/data" \
-  --dev-src "$smt/data/$dev.tok.en" --dev-tgt "$smt/data/$dev.tok.fr" \
-  --phrase-table "$smt/model/phrase-table.gz" --out-dir "$model" --threads "$threads" --resume
-run_step "phrase model" "$model/train.done" -- touch "$model/train.done"
-
-stage "9. smt-rescore ($device): p_rnn(e|f) and WP for every pair of the table → $table"
-run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$smt/model/phrase-table.gz" --model "$model" --output "$table" \
-  --wp-column --resume --threads "$threads" --moses-ini "$smt/model/moses.ini" --device "$device"
-
-stage "10. +RNN and +RNN+WP: MERT, decoding, BLEU (rnn_rescore.sh reuses stages 7-9)"
-run_cmd bash "$lib/rnn_rescore.sh" ${qflag[@]+"${qflag[@]}"} --config "$cfg" --dev "$dev" \
-  --tests "$tests" --smt-work "$smt" --work "$rnn" --model "$model" --mert-runs "$runs" --threads "$threads"
+# recipes/lib/experiment.sh: prepare (nmt-prepare on the plain files) → smt_baseline.sh → rnn_rescore.sh (the
+# phrase model on the table's unique pairs and smt-rescore on --device, +RNN and +RNN+WP) → scores.md, report
+exp_flags=(${qflag[@]+"${qflag[@]}"} --work "$work" --files-root "$files" --mert-runs "$runs" --threads "$threads"
+           --device "$device")
+[ "$stop" = data ] && exp_flags+=(--data-only)
+printf '+'; printf ' %q' bash "$lib/experiment.sh" "$cfg" "${exp_flags[@]}"; printf '\n'
+# a dry run: experiment.sh prints its own stages' commands and runs none of them
+RECIPE_DRY_RUN=$dry bash "$lib/experiment.sh" "$cfg" "${exp_flags[@]}"
+if [ "$stop" = data ]; then exit 0; fi
 
 if [ $dry = 1 ]; then echo "wmt14_enfr: dry run done (nothing was downloaded or run)"; exit 0; fi
-echo "wmt14_enfr: total $(( $(date +%s) - start )) s; table in $rnn/scores.md"
+echo "wmt14_enfr: total $(( $(date +%s) - start )) s; table in $work/scores.md, report in $work/report"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""WMT'14 En→Fr data for ``recipes/wmt14_enfr/run.sh``: download, extract, SGML → text, concatenate, prepare.
+"""WMT'14 En→Fr data for ``recipes/wmt14_enfr/run.sh``: download, extract, SGML → text, concatenate.
 
 Subcommands (each prints what it does; ``run.sh --dry-run`` shows the exact calls):
 
@@ -10,10 +10,10 @@ Subcommands (each prints what it does; ``run.sh --dry-run`` shows the exact call
   sgm --out FILE IN [IN ...]             the <seg> texts of WMT SGML files, entities unescaped,
                                          concatenated in order (a plain-text IN is copied as is)
   concat --extract DIR --out-dir DIR     the five parallel corpora → pool.en / pool.fr + pool.json
-  prepare --config YAML --corpus-root DIR --out-dir DIR [nmt-prepare flags]
-                                         nmt-prepare on CORPUS_ROOT/wmt14_enfr/{train,newstest2012-2013,
-                                         newstest2014}.{en,fr}, a corpus registered for this call only
   cuda                                   exit status 0 when torch sees a CUDA device, 1 otherwise
+
+The plain files these write (WORK/corpus/wmt14_enfr/{train,newstest2012-2013,newstest2014}.{en,fr})
+are the ``files`` of config.yaml's ``experiment`` section: the generic recipe prepares and uses them.
 
 The URLs and archive member names are those of the WMT'14 translation task page
 (https://www.statmt.org/wmt14/translation-task.html) as we know them; they have not been
@@ -65,9 +65,6 @@ DEVTEST: dict[str, list[tuple[str, str, str]]] = {
     "newstest2014": [("test-full.tgz", "test-full/newstest2014-fren-src.en.sgm",
                       "test-full/newstest2014-fren-ref.fr.sgm")],
 }
-CORPUS = "wmt14-enfr"          # the registry name the config's prepare section uses
-FOLDER = "wmt14_enfr"          # CORPUS_ROOT/FOLDER holds the split files
-SPLITS = ("train", *DEVTEST)
 CHUNK = 1 << 20
 
 
@@ -276,29 +273,6 @@ def cmd_concat(args: argparse.Namespace) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------- prepare
-
-def register_corpus(corpus_root: str | Path) -> None:
-    """Make ``wmt14-enfr`` a registry corpus for this process (nmt/data/corpora.py is not changed)."""
-    from nmt.data import corpora
-
-    # raw text (SGML unescaped, WMT training text as distributed): not pretokenized
-    corpora.CORPORA[CORPUS] = corpora.Corpus(FOLDER, {s: {lang: f"{s}.{lang}" for lang in ("en", "fr")} for s in SPLITS})
-    os.environ["MT_DATA"] = str(Path(corpus_root).resolve())
-
-
-def cmd_prepare(args: argparse.Namespace, extra: list[str]) -> int:
-    for split in SPLITS:
-        for lang in ("en", "fr"):
-            path = Path(args.corpus_root) / FOLDER / f"{split}.{lang}"
-            if not path.is_file():
-                return _fail("prepare", f"{path} is missing")
-    register_corpus(args.corpus_root)
-    from nmt.cli.prepare import cli_main
-
-    return cli_main(["--config", f"{args.config}:prepare", "--out-dir", args.out_dir, *extra])
-
-
 def cmd_cuda(args: argparse.Namespace) -> int:
     import torch
 
@@ -320,16 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("concat")
     p.add_argument("--extract", required=True)
     p.add_argument("--out-dir", required=True)
-    p = sub.add_parser("prepare")
-    p.add_argument("--config", required=True)
-    p.add_argument("--corpus-root", required=True)
-    p.add_argument("--out-dir", required=True)
     sub.add_parser("cuda")
-    args, extra = parser.parse_known_args(argv)
-    if args.command == "prepare":
-        return cmd_prepare(args, extra)
-    if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args = parser.parse_args(argv)
     return {"download": cmd_download, "extract": cmd_extract, "sgm": cmd_sgm, "concat": cmd_concat,
             "cuda": cmd_cuda}[args.command](args)
 

@@ -198,7 +198,7 @@ if [ -f "$work/rnn/phrase_model/history.json" ]; then
   mkdir -p "$in/models/phrase_model" && cp "$work/rnn/phrase_model/history.json" "$in/models/phrase_model/"
   # Cho et al. Fig. 4-5: frequent source phrases of 2-4 words (the table's sources with the most target options)
   "$bin/smt-frequent-phrases" --table "$work/smt/model/phrase-table.gz" --output "$in/phrases.txt" \
-    --limit "$(config_value "$cfg:smt$suffix" report_phrases)"
+    --limit "$(config_value "$cfg:smt$suffix" report_phrases 2> /dev/null || echo 200)"
   head -n 3 "$work/smt/text/$dev.$tgt" > "$in/attention_sentences.txt"
   report+=(--phrase-model "$work/rnn/phrase_model" --phrases "$in/phrases.txt" --projection tsne
            --attention-sentences "$in/attention_sentences.txt")

@@ -6,7 +6,7 @@ What the SMT floor (``smt_features``) may use of the neural models is here, and 
   :class:`PairScore` per sentence pair, ``score_window`` the arrays of a whole window of phrase
   pairs (each distinct source encoded once, length-sorted batches of at most ``max_tokens`` padded
   target tokens, softmax on real tokens only; the work is :class:`nmt.rescoring_engine.RescoringEngine`'s),
-  ``generate`` the beam n-best of one source, ``encoder_summaries`` the summary ``c`` of phrases;
+  ``generate`` the beam n-best of each source (batched), ``encoder_summaries`` the summary ``c`` of phrases;
 * :class:`LMScorer` (an ``nmt-lm-train`` language model): ``score_sentences`` gives ln p of each
   sentence incl. ``</s>``, each from a fresh state; ``token_logprobs`` the per-token detail;
 * :func:`naming_checkpoint`: loading errors that name the checkpoint; :func:`set_threads`: torch's threads.
@@ -116,15 +116,25 @@ class PairScorer:
             out.extend(float(x) for x in lp.double().cpu().tolist())
         return out
 
-    def generate(self, src: Sequence[str], *, nbest: int, beam_size: int) -> list[tuple[tuple[str, ...], float]]:
-        """The encoder–decoder's own ``nbest`` targets for ``src`` (beam search): ``(words, ln p)``, best first."""
+    def generate(self, sources: Sequence[Sequence[str]], *, nbest: int, beam_size: int,
+                 batch_size: int = 64) -> list[list[tuple[tuple[str, ...], float]]]:
+        """The encoder–decoder's own ``nbest`` targets for each source (batched beam search).
+
+        One list per source, best first, of ``(words, ln p)``; sources are searched ``batch_size`` at a
+        time, in length order (the batched search gives the same n-best as one source at a time).
+        """
         from nmt.data.batching import pad
         from nmt.data.special import EOS
         from nmt.search import beam_search
 
-        src_ids = pad([self.src_vocab.encode(list(src))], suffix=EOS)
-        hyps = beam_search(self.model, src_ids, beam_size=beam_size, nbest=nbest)[0]
-        return [(tuple(self.tgt_vocab.decode(h.tokens)), h.log_prob) for h in hyps]
+        order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+        out: list[list[tuple[tuple[str, ...], float]]] = [[] for _ in sources]
+        for lo in range(0, len(order), max(1, batch_size)):
+            chunk = order[lo:lo + max(1, batch_size)]
+            src_ids = pad([self.src_vocab.encode(list(sources[i])) for i in chunk], suffix=EOS)
+            for i, hyps in zip(chunk, beam_search(self.model, src_ids, beam_size=beam_size, nbest=nbest)):
+                out[i] = [(tuple(self.tgt_vocab.decode(h.tokens)), h.log_prob) for h in hyps]
+        return out
 
     def encoder_summaries(self, phrases: Sequence[Sequence[str]]) -> "np.ndarray":
         """The encoder summary ``c`` (numpy [N, H]) of each tokenized source phrase."""

@@ -215,6 +215,13 @@ def test_nmt_train_rnnsearch_then_pair_scorer(toy_data: Path, tmp_path: Path) ->
             assert math.isclose(want, float(total), rel_tol=1e-4, abs_tol=1e-4)
             checked += 1
     assert checked >= 2
+    # PairScorer.generate: several sources in one batched search = each source searched alone
+    sources = [["s3", "s4", "s5", "s1"], ["s1", "s2"], ["s2"]]
+    together = scorer.generate(sources, nbest=2, beam_size=3, batch_size=2)
+    alone = [scorer.generate([s], nbest=2, beam_size=3)[0] for s in sources]
+    assert [[w for w, _ in hyps] for hyps in together] == [[w for w, _ in hyps] for hyps in alone]
+    for hyps_t, hyps_a in zip(together, alone):
+        assert len(hyps_t) == 2 and all(math.isclose(a[1], b[1], rel_tol=1e-5) for a, b in zip(hyps_t, hyps_a))
 
 
 def test_nmt_train_refuses_options_of_the_other_arch(toy_data: Path, tmp_path: Path, capsys) -> None:

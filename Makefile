@@ -9,5 +9,6 @@ setup:
 run: setup
 	bash recipes/experiment/run.sh recipes/experiment/multi30k_demo.yaml
 
+# the suite (~10 min budget on 2 cores): the 15 slowest tests are listed at the end, to keep it in budget
 test: setup
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q --durations=15

@@ -229,6 +229,22 @@ def test_mert_is_deterministic_with_a_seed():
     assert r1.bleu == r2.bleu and r1.start_bleus == r2.start_bleus
 
 
+def test_mert_in_worker_processes_gives_the_same_result():
+    pool = _random_pool(9, n_sent=30, n_cand=12, dim=5)
+    init = [0.2, -0.1, 0.3, 0.1, -0.2]
+    for opts in (dict(restarts=5, seed=3), dict(restarts=4, seed=5, clip_to_ranges=True,
+                                               ranges={pool.feature_names[0]: (0.0, 0.5)})):
+        here = mert(pool, init, MertOptions(**opts))
+        forked = mert(pool, init, MertOptions(**opts, workers=2))
+        assert np.array_equal(here.weights, forked.weights) and here.bleu == forked.bleu
+        assert here.start_bleus == forked.start_bleus and here.best_start == forked.best_start
+        assert here.line_searches == forked.line_searches
+    # random directions share one generator across starts: climbed here whatever `workers` says
+    a = mert(pool, init, MertOptions(restarts=3, random_directions=2, seed=7))
+    b = mert(pool, init, MertOptions(restarts=3, random_directions=2, seed=7, workers=2))
+    assert np.array_equal(a.weights, b.weights)
+
+
 def test_fixed_features_and_ranges():
     pool = _random_pool(9, n_sent=20)
     names = pool.feature_names

@@ -10,7 +10,9 @@
   change any 1-best). Fixed features keep their weight (their direction
   component is 0; a fixed non-zero weight sets the scale, so nothing is
   rescaled then; features fixed at 0 -- a feature switched off -- do not stop
-  the rescaling). Deterministic for a given ``seed``.
+  the rescaling). Deterministic for a given ``seed``. ``workers`` > 1 climbs
+  the starts in that many forked processes, with the same result (without
+  random directions each start's climb is independent of the others).
 * :func:`optimise` — the same from plain Python lists, for a reranker.
 
 The candidates are an :class:`smt_features.tune.pool.NBestPool`. BLEU is in
@@ -19,6 +21,7 @@ percent (0–100) throughout, computed on tokenized text (see
 """
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +51,7 @@ class MertOptions:
     default_range: tuple[float, float] = (-1.0, 1.0)
     clip_to_ranges: bool = False
     progress: bool = False
+    workers: int = 1  # processes climbing the starts (the same result for any number)
 
 
 @dataclass
@@ -126,16 +130,69 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
         w = w0.copy()
         w[free] = rng.uniform(lo_b[free], hi_b[free])
         starts.append(w)
-    free_arr = np.array(free)
-    n_ls = 0
-    results: list[tuple[float, np.ndarray]] = []
-    iterator: Iterable = enumerate(starts)
-    if opts.progress:
+    climb = _Climb(arrays, opts, free, lo_b, hi_b, rescale, rng)
+    workers = max(1, opts.workers) if opts.random_directions == 0 else 1  # random directions share one rng
+    climbed = _climb_all(climb, starts, workers, opts.progress)
+    results = [(score, point) for score, point, _ in climbed]
+    n_ls = sum(n for _, _, n in climbed)
+    best_i = max(range(len(results)), key=lambda i: (results[i][0], -i))
+    score, point = results[best_i]
+    if opts.normalise and scale_free:
+        point = normalise_l1(point)
+        score = arrays.bleu(point)
+    return MertResult(point, score, names, init_bleu, [r[0] for r in results], best_i, n_ls,
+                      time.perf_counter() - t0)
+
+
+_CLIMB: "_Climb | None" = None  # the climb a forked worker runs (set in the parent just before the fork)
+
+
+def _climb_all(climb: "_Climb", starts: list[np.ndarray], workers: int,
+               progress: bool) -> list[tuple[float, np.ndarray, int]]:
+    """Every start's climb, in start order: here, or in ``workers`` forked processes."""
+    global _CLIMB
+    pool = None
+    climbed: Iterable[tuple[float, np.ndarray, int]]
+    if workers > 1 and len(starts) > 1:
+        for k in climb.free:  # the sort orders are cached before the fork, once for every worker
+            climb.arrays.coordinate_order(k)
+        _CLIMB = climb
+        pool = multiprocessing.get_context("fork").Pool(min(workers, len(starts)))
+        climbed = pool.imap(_climb_in_worker, starts)
+    else:
+        climbed = map(climb, starts)
+    if progress:
         from tqdm import tqdm
 
-        iterator = tqdm(iterator, total=len(starts), desc="mert restarts", leave=False, mininterval=1.0)
-    for si, start in iterator:
-        point = normalise_l1(start) if rescale else start.copy()
+        climbed = tqdm(climbed, total=len(starts), desc="mert restarts", leave=False, mininterval=1.0)
+    try:
+        return list(climbed)
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+            _CLIMB = None
+
+
+def _climb_in_worker(start: np.ndarray) -> tuple[float, np.ndarray, int]:
+    assert _CLIMB is not None
+    return _CLIMB(start)
+
+
+class _Climb:
+    """One start's coordinate ascent: ``(BLEU, point, line searches)`` (see :func:`mert`)."""
+
+    def __init__(self, arrays: PoolArrays, opts: MertOptions, free: list[int], lo_b: np.ndarray,
+                 hi_b: np.ndarray, rescale: bool, rng: np.random.Generator):
+        self.arrays, self.opts, self.free, self.lo_b, self.hi_b = arrays, opts, free, lo_b, hi_b
+        self.rescale, self.rng = rescale, rng
+        self.dim = arrays.features.shape[1]
+        self.free_arr = np.array(free)
+
+    def __call__(self, start: np.ndarray) -> tuple[float, np.ndarray, int]:
+        arrays, opts, free, lo_b, hi_b, dim = self.arrays, self.opts, self.free, self.lo_b, self.hi_b, self.dim
+        n_ls = 0
+        point = normalise_l1(start) if self.rescale else start.copy()
         if opts.clip_to_ranges:
             point[free] = np.clip(point[free], lo_b[free], hi_b[free])
         score = arrays.bleu(point)
@@ -149,8 +206,8 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
                 directions.append((d, k))
             for _ in range(opts.random_directions):
                 d = np.zeros(dim)
-                v = rng.normal(size=len(free))
-                d[free_arr] = v / np.linalg.norm(v)
+                v = self.rng.normal(size=len(free))
+                d[self.free_arr] = v / np.linalg.norm(v)
                 directions.append((d, -1))
             for d, k in directions:
                 if k >= 0:  # coordinate direction: slopes are a feature column, its sort order is cached
@@ -166,7 +223,7 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
                 if res.bleu > best_score:
                     best_score, best_point = res.bleu, point + res.gamma * d
             assert best_point is not None
-            new_point = normalise_l1(best_point) if rescale else best_point
+            new_point = normalise_l1(best_point) if self.rescale else best_point
             new_score = arrays.bleu(new_point)  # the real score (no float drift from the sweep)
             if new_score - score > opts.tol:
                 point, score = new_point, new_score
@@ -174,14 +231,7 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
                 if new_score > score:
                     point, score = new_point, new_score
                 break
-        results.append((score, point))
-    best_i = max(range(len(results)), key=lambda i: (results[i][0], -i))
-    score, point = results[best_i]
-    if opts.normalise and scale_free:
-        point = normalise_l1(point)
-        score = arrays.bleu(point)
-    return MertResult(point, score, names, init_bleu, [r[0] for r in results], best_i, n_ls,
-                      time.perf_counter() - t0)
+        return score, point, n_ls
 
 
 def _gamma_bounds(point: np.ndarray, d: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray) -> tuple[float, float]:

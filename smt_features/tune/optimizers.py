@@ -51,7 +51,7 @@ def optimise_step(cfg: TuneConfig, pool: NBestPool, current: np.ndarray, iterati
     if cfg.optimizer == "mert":
         opts = MertOptions(restarts=cfg.restarts, random_directions=cfg.random_directions, seed=seed,
                            fixed=cfg.fixed, ranges=ranges, clip_to_ranges=cfg.clip_to_ranges, tol=cfg.tol,
-                           progress=sys.stderr.isatty())
+                           progress=sys.stderr.isatty(), workers=cfg.threads)
         res = mert_fn(pool, current, opts)
         rec = {"bleu": res.bleu, "init_bleu": res.init_bleu, "best_start": res.best_start,
                "line_searches": res.line_searches, "seconds": round(res.seconds, 3)}

@@ -16,7 +16,8 @@ class TuneConfig:
     max_iterations: int = field(25, help="most decode + optimise iterations")
     restarts: int = field(20, help="random starting points of each MERT run (besides the current weights)")
     random_directions: int = field(0, help="random search directions per MERT round, besides the coordinate ones")
-    threads: int = field(2, help="decoder threads (--threads of the decoder)")
+    threads: int = field(2, help="decoder threads (--threads of the decoder), and the processes MERT climbs its "
+                                    "restarts in (the same weights for any number)")
     seed: int | None = field(None, help="experiment run's seed: the first iteration starts from random weights "
                                         "drawn from it (uniform in --ranges, Σ|λ| = 1) and iteration i's optimiser "
                                         "uses seed + i (MERT's restarts, kbMIRA's shuffling, PRO's sampling); "

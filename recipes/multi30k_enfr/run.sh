@@ -7,6 +7,8 @@
 #   +RMN-LM, +Mogrifier-LM, +all; val and both test sets; mean ± sd over MERT runs): smt_baseline.sh →
 #   rnn_rescore.sh → lm_rerank.sh (table.sh), then the report (report.md, report.html, PNGs) in WORK/report
 #   (default WORK: work/multi30k_table[_quick]).
+# An RNNsearch model (--train-section train_rnnsearch) also gets its attention drawn for 3 test sentences
+# (WORK/attention/*.png, nmt-plot-attention).
 # Data: $MT_DATA (default ../shared/data beside the repository).
 source "$(dirname "$0")/../lib/common.sh"
 quick=0
@@ -56,5 +58,15 @@ for split in "${test_splits[@]}"; do
   "$bin/nmt-evaluate" --hyp "$work/$split.hyp.fr" --ref "$work/data/$split.fr" --name "$split" \
     --json "$work/$split.scores.json"
 done | tee "$work/scores.txt"
+if [ "$(config_value "$work/model/config.yaml" arch 2> /dev/null || true)" = rnnsearch ]; then
+  # RNNsearch attends: the alignment of the first 3 sentences of the first test set (Bahdanau et al. Fig. 3)
+  echo "== attention (${test_splits[0]}, first 3 sentences) → $work/attention/"
+  head -n 3 "$work/data/${test_splits[0]}.en" > "$work/attention_sentences.en"
+  rm -f "$work/attention_sentences.hyp.fr" "$work/attention.json"
+  "$bin/nmt-translate" --config "$cfg:translate" --model "$work/model" --input "$work/attention_sentences.en" \
+    --output "$work/attention_sentences.hyp.fr" --attention "$work/attention.json"
+  rm -rf "$work/attention"
+  "$bin/nmt-plot-attention" --attention "$work/attention.json" --out-dir "$work/attention"
+fi
 end=$(date +%s)
 echo "training $((train_end - start)) s (incl. data preparation), total $((end - start)) s; outputs in $work"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One experiment from one config file (EMS style): prepare → Baseline → +RNN/+RNN+WP → neural LM rows → report.
 #   recipes/lib/experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR]
-#                             [--files-root DIR] [--device cpu|cuda[:i]] [--data-only]
+#                             [--files-root DIR] [--device cpu|cuda[:i]] [--data-only] [--rnnsearch DIR]
 # (recipes/experiment/run.sh and recipes/multi30k_enfr/table.sh run it.) CONFIG's `experiment` section names
 # the data (a registry `corpus`, or `files: {train: PREFIX, dev: PREFIX, tests: [PREFIX...]}` of plain
 # PREFIX.LANG files), `src`/`tgt`, the `dev` set and the `tests` (any number), the `systems` (Baseline, +RNN,
-# +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all), `mert_runs`, `lm_corpus`, `filter_table`, `truecase` (optional,
+# +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all, +RNNsearch), `mert_runs`, `lm_corpus`, `filter_table`, `truecase` (optional,
 # default false: true = Moses truecasing, nmt-prepare --truecase and every stage --truecase), and the `scale`
 # label printed with the table (`scale_quick` with --quick); its other sections size each stage (prepare,
 # train_phrases[_quick], smt[_quick]: see recipes/lib/smt_baseline.sh, rnn_rescore.sh, lm_rerank.sh; with
@@ -13,6 +13,9 @@
 # --files-root DIR: relative `files` prefixes are under DIR (default: the folder the recipe is run from).
 # --device: where the phrase model trains and rescores the table (rnn_rescore.sh; default cpu).
 # --data-only: stop after prepare (WORK/smt/data), e.g. on a CPU server before the GPU stages.
+# +RNNsearch: the Baseline's n-best lists reranked with ln p(hyp | source) of an RNNsearch model (Bahdanau et
+# al. 2015) trained on the experiment's own prepared data (the config's train_rnnsearch[_quick] section, into
+# WORK/rnnsearch/model), or the model of --rnnsearch DIR.
 # WORK (default work/experiment/<config name>[_quick]) holds smt/, rnn/, lm/, rerank/, report/, scores.md and
 # wall_time.txt (the seconds of every stage). Every step is reused once its output exists. RECIPE_DRY_RUN=1:
 # print the stage commands and run nothing.
@@ -26,15 +29,18 @@ work=""
 runs=""
 threads=2
 encdec=""
+rnnsearch=""
 files_root=""
 device=cpu
 data_only=0
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --encdec | --files-root | --device)
+    --encdec | --files-root | --device | --rnnsearch)
       [ $# -ge 2 ] || { echo "option $1 needs a value" >&2; exit 2; }
-      case "$1" in --encdec) encdec=$2 ;; --files-root) files_root=$2 ;; --device) device=$2 ;; esac
+      case "$1" in
+        --encdec) encdec=$2 ;; --files-root) files_root=$2 ;; --device) device=$2 ;; --rnnsearch) rnnsearch=$2 ;;
+      esac
       shift ;;
     --data-only) data_only=1 ;;
     *) unknown_option "$1" ;;
@@ -98,13 +104,13 @@ want +RNN && rnn_systems="rnn"
 { want +RNN+WP || want +all; } && rnn_systems="$rnn_systems rnnwp"
 rnn_systems=${rnn_systems# }
 lm_rows=""
-for row in "lstm|+LSTM-LM" "rmn|+RMN-LM" "mog|+Mogrifier-LM" "all|+all"; do
+for row in "lstm|+LSTM-LM" "rmn|+RMN-LM" "mog|+Mogrifier-LM" "all|+all" "rnnsearch|+RNNsearch"; do
   want "${row#*|}" && lm_rows="$lm_rows ${row%%|*}"
 done
 lm_rows=${lm_rows# }
 while read -r s; do
-  case $s in Baseline | +RNN | +RNN+WP | +LSTM-LM | +RMN-LM | +Mogrifier-LM | +all) ;;
-    *) echo "experiment.sh: $cfg: unknown system '$s' (Baseline, +RNN, +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all)" >&2; exit 2 ;;
+  case $s in Baseline | +RNN | +RNN+WP | +LSTM-LM | +RMN-LM | +Mogrifier-LM | +all | +RNNsearch) ;;
+    *) echo "experiment.sh: $cfg: unknown system '$s' (Baseline, +RNN, +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all, +RNNsearch)" >&2; exit 2 ;;
   esac
 done <<< "$systems"
 filter=$(config_value "$x" filter_table)
@@ -146,12 +152,23 @@ if [ -n "$rnn_systems" ]; then
   stage "+RNN (rnn_rescore.sh)" bash "$lib/rnn_rescore.sh" "${common[@]}" --smt-work "$work/smt" --work "$work/rnn" \
     "${sets[@]}" --systems "$rnn_systems" --device "$device" ${filter_flags[@]+"${filter_flags[@]}"}
 fi
+if want +RNNsearch && [ -z "$rnnsearch" ]; then
+  rnnsearch=$work/rnnsearch/model
+  d=$work/smt/data
+  train_rnnsearch() {
+    "$bin/nmt-train" --config "$cfg:train_rnnsearch$suffix" --train-src "$d/$train.tok.$src" --train-tgt "$d/$train.tok.$tgt" \
+      --dev-src "$d/$dev.tok.$src" --dev-tgt "$d/$dev.tok.$tgt" --src-vocab "$d/vocab.$src.tsv" \
+      --tgt-vocab "$d/vocab.$tgt.tsv" --out-dir "$rnnsearch" --threads "$threads" --device "$device" --resume \
+      && touch "$rnnsearch/train.done"
+  }
+  stage "RNNsearch (nmt-train, train_rnnsearch$suffix)" run_step RNNsearch "$rnnsearch/train.done" -- train_rnnsearch
+fi
 if [ -n "$lm_rows" ]; then
   # lm_corpus: a corpus name of recipes/ptb_lm/run.sh (multi30k-fr, ptb), or `target`: the experiment's own
   # tokenized target side (train / dev / first test set); lm_epochs, lm_max_updates (optional): at most N
-  # epochs / updates per LM
-  lm_corpus=$(config_value "$x" lm_corpus)
-  lm_flags=(--lm-corpus "$lm_corpus")
+  # epochs / updates per LM (not needed when +RNNsearch is the only reranked row)
+  lm_corpus=$(config_value "$x" lm_corpus 2> /dev/null || true)
+  lm_flags=(${lm_corpus:+--lm-corpus "$lm_corpus"})
   if [ "$lm_corpus" = target ]; then
     first_test=${tests%% *}
     lm_flags=(--lm-corpus files --lm-text "$work/smt/data/$train.tok.$tgt $work/smt/data/$dev.tok.$tgt $work/smt/data/$first_test.tok.$tgt")
@@ -162,7 +179,7 @@ if [ -n "$lm_rows" ]; then
   [ -n "$lm_max_updates" ] && lm_flags+=(--lm-max-updates "$lm_max_updates")
   stage "neural LM rows (lm_rerank.sh)" bash "$lib/lm_rerank.sh" "${common[@]}" --smt-work "$work/smt" \
     --rnn-work "$work/rnn" --lm-work "$work/lm" --work "$work/rerank" "${sets[@]}" --rows "$lm_rows" \
-    ${lm_flags[@]+"${lm_flags[@]}"} ${encdec:+--encdec "$encdec"}
+    ${lm_flags[@]+"${lm_flags[@]}"} ${encdec:+--encdec "$encdec"} ${rnnsearch:+--rnnsearch "$rnnsearch"}
 fi
 table_end=$SECONDS
 [ "${RECIPE_DRY_RUN:-0}" = 1 ] && exit 0
@@ -173,7 +190,7 @@ while read -r s; do
   case $s in
     Baseline) d=$work/smt/tune ;; +RNN) d=$work/rnn/rnn.tune ;; +RNN+WP) d=$work/rnn/rnnwp.tune ;;
     +LSTM-LM) d=$work/rerank/lstm ;; +RMN-LM) d=$work/rerank/rmn ;; +Mogrifier-LM) d=$work/rerank/mog ;;
-    +all) d=$work/rerank/all ;;
+    +all) d=$work/rerank/all ;; +RNNsearch) d=$work/rerank/rnnsearch ;;
   esac
   sys_flags+=(--system "$s=$d")
 done <<< "$systems"

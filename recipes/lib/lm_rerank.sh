@@ -7,11 +7,13 @@
 #   (seed r, from the run's tuned weights, new features from 0) → reranked 1-best of the test lists →
 #   detokenize → sacreBLEU.
 # Rows: +LSTM-LM, +RMN-LM, +Mogrifier-LM (Baseline's lists + that LM), +all (the +RNN+WP lists + the three
-# LMs + the encoder–decoder).
+# LMs + the encoder–decoder), +RNNsearch (Baseline's lists + ln p(hyp | source) under the RNNsearch model given
+# by --rnnsearch DIR, in lists of their own: WORK/baseline.rnnsearch.R; no LM is trained for this row alone).
 #   recipes/lib/lm_rerank.sh --config YAML --smt-work DIR --rnn-work DIR --lm-work DIR --work DIR
 #                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
 #                            [--lm-text "TRAIN VALID TEST"] [--lm-epochs N] [--lm-max-updates N]
-#                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all"]
+#                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all rnnsearch"]
+#                            [--rnnsearch DIR]
 # --config: the recipe's config (its smt[_quick] section: rerank_nbest, and dev/tests unless given).
 # --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
 # --nbest: the list size (default: the config's smt.rerank_nbest, --quick: smt_quick.rerank_nbest).
@@ -29,6 +31,7 @@ rnn=""
 lmw=""
 work=""
 encdec=""
+rnnsearch=""
 runs=3
 threads=2
 nbest=""
@@ -47,6 +50,7 @@ while [ $# -gt 0 ]; do
     --rnn-work) rnn=$2; shift ;;
     --lm-work) lmw=$2; shift ;;
     --encdec) encdec=$2; shift ;;
+    --rnnsearch) rnnsearch=$2; shift ;;
     --nbest) nbest=$2; shift ;;
     --config) cfg=$2; shift ;;
     --dev) dev=$2; shift ;;
@@ -60,8 +64,15 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$rnn" ] && [ -n "$lmw" ] && [ -n "$work" ] && [ -n "$lm_corpus" ] || \
-  { echo "lm_rerank.sh: give --config, --smt-work, --rnn-work, --lm-work, --work and --lm-corpus" >&2; exit 2; }
+# the neural LMs are needed by every row but +RNNsearch
+need_lms=0
+grep -qwE "lstm|rmn|mog|all" <<< "$rows" && need_lms=1
+[ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$rnn" ] && [ -n "$lmw" ] && [ -n "$work" ] || \
+  { echo "lm_rerank.sh: give --config, --smt-work, --rnn-work, --lm-work and --work" >&2; exit 2; }
+[ $need_lms = 0 ] || [ -n "$lm_corpus" ] || { echo "lm_rerank.sh: give --lm-corpus (rows $rows)" >&2; exit 2; }
+if grep -qw rnnsearch <<< "$rows"; then
+  [ -n "$rnnsearch" ] || { echo "lm_rerank.sh: the rnnsearch row needs --rnnsearch DIR (an nmt-train model)" >&2; exit 2; }
+fi
 quick_suffix
 nbest=${nbest:-$(config_value "$cfg:smt$suffix" rerank_nbest)}
 dev=${dev:-$(config_value "$cfg:smt$suffix" dev)}
@@ -82,37 +93,44 @@ models="lstm-1x128 rm+tM-g mogrifier"
 encdec=${encdec:-$rnn/phrase_model}
 t=$smt/text
 
-echo "== neural LMs on $lm_corpus ($lmw)"
-t0=$(date +%s)
-lm_data=()
-if [ "$lm_corpus" = files ]; then
-  read -r lm_train lm_valid lm_test <<< "$lm_text"
-  [ -n "$lm_test" ] || { echo "lm_rerank.sh: --lm-corpus files needs --lm-text \"TRAIN VALID TEST\"" >&2; exit 2; }
-  lm_data=(--train-text "$lm_train" --valid-text "$lm_valid" --test-text "$lm_test")
+if [ $need_lms = 1 ]; then
+  echo "== neural LMs on $lm_corpus ($lmw)"
+  t0=$(date +%s)
+  lm_data=()
+  if [ "$lm_corpus" = files ]; then
+    read -r lm_train lm_valid lm_test <<< "$lm_text"
+    [ -n "$lm_test" ] || { echo "lm_rerank.sh: --lm-corpus files needs --lm-text \"TRAIN VALID TEST\"" >&2; exit 2; }
+    lm_data=(--train-text "$lm_train" --valid-text "$lm_valid" --test-text "$lm_test")
+  fi
+  run_step "neural LMs" "$lmw/table.md" -- bash "$root/recipes/ptb_lm/run.sh" $qflag --corpus "$lm_corpus" --models "$models" \
+    --threads "$threads" --work "$lmw" ${lm_data[@]+"${lm_data[@]}"} ${lm_epochs:+--epochs "$lm_epochs"} \
+    ${lm_max_updates:+--max-updates "$lm_max_updates"}
+  echo "language models: $(( $(date +%s) - t0 )) s"
 fi
-run_step "neural LMs" "$lmw/table.md" -- bash "$root/recipes/ptb_lm/run.sh" $qflag --corpus "$lm_corpus" --models "$models" \
-  --threads "$threads" --work "$lmw" ${lm_data[@]+"${lm_data[@]}"} ${lm_epochs:+--epochs "$lm_epochs"} \
-  ${lm_max_updates:+--max-updates "$lm_max_updates"}
-echo "language models: $(( $(date +%s) - t0 )) s"
 lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier")
 
+# the n-best lists and their features: baseline (+ the LMs), rnnwp (+ the LMs and the encoder–decoder),
+# baseline.rnnsearch (+ RNNsearch's ln p(hyp | source) only)
 sets="$dev $tests"
-bases=baseline
-grep -qw all <<< "$rows" && bases="baseline rnnwp"
+bases=""
+grep -qwE "lstm|rmn|mog|all" <<< "$rows" && bases=baseline
+grep -qw all <<< "$rows" && bases="$bases rnnwp"
+grep -qw rnnsearch <<< "$rows" && bases="$bases baseline.rnnsearch"
 for base in $bases; do
   for r in $(seq 1 "$runs"); do
-    ini=$([ $base = baseline ] && echo "$smt/tune.$r/moses.tuned.ini" || echo "$rnn/rnnwp.tune.$r/moses.tuned.ini")
+    ini=$([ $base = rnnwp ] && echo "$rnn/rnnwp.tune.$r/moses.tuned.ini" || echo "$smt/tune.$r/moses.tuned.ini")
     d=$work/$base.$r
     mkdir -p "$d"
-    extra=()
-    [ $base = rnnwp ] && extra=(--encdec "RNN0=$encdec")
+    features=("${lm_flags[@]}")
+    [ $base = rnnwp ] && features+=(--encdec "RNN0=$encdec")
+    [ $base = baseline.rnnsearch ] && features=(--encdec "RNNS0=$rnnsearch")
     for s in $sets; do
       if [ ! -f "$d/$s.nbest.feat.gz" ]; then
         echo "== $base run $r: $s $nbest-best list and its neural features"
         "$bin/smt-decode" --moses-ini "$ini" --input "$t/$s.en" --output "$d/$s.1best" \
           --n-best-list "$d/$s.nbest" "$nbest" --threads "$threads" --progress false
         "$bin/smt-rerank" --nbest "$d/$s.nbest" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
-          "${lm_flags[@]}" ${extra[@]+"${extra[@]}"} --threads "$threads"
+          "${features[@]}" --threads "$threads"
         rm -f "$d/$s.nbest"
       fi
     done
@@ -121,7 +139,7 @@ done
 
 # row: name base dropped-features
 row_specs=("lstm|+LSTM-LM|baseline|RMN0 MOG0" "rmn|+RMN-LM|baseline|LSTM0 MOG0" "mog|+Mogrifier-LM|baseline|LSTM0 RMN0"
-      "all|+all|rnnwp|")
+      "all|+all|rnnwp|" "rnnsearch|+RNNsearch|baseline.rnnsearch|")
 sys_flags=(--system "Baseline=$smt/tune")
 [ -f "$rnn/rnn.tune.1/moses.tuned.ini" ] && sys_flags+=(--system "+RNN=$rnn/rnn.tune")
 [ -f "$rnn/rnnwp.tune.1/moses.tuned.ini" ] && sys_flags+=(--system "+RNN+WP=$rnn/rnnwp.tune")
@@ -133,7 +151,7 @@ for row in "${row_specs[@]}"; do
     src=$work/$base.$r
     d=$work/$key.$r
     mkdir -p "$d"
-    ini=$([ $base = baseline ] && echo "$smt/tune.$r/moses.tuned.ini" || echo "$rnn/rnnwp.tune.$r/moses.tuned.ini")
+    ini=$([ $base = rnnwp ] && echo "$rnn/rnnwp.tune.$r/moses.tuned.ini" || echo "$smt/tune.$r/moses.tuned.ini")
     dflag=()
     [ -n "$drop" ] && dflag=(--drop $drop)
     [ -f "$d/weights" ] || echo "== $name run $r: MERT on the $dev $nbest-best list"

@@ -15,6 +15,8 @@ record, every PNG rendered before the first is written, each written atomically.
 """
 from __future__ import annotations
 
+import html
+
 import contextlib
 import io
 import json
@@ -152,9 +154,10 @@ def render_alignment(rec: AlignmentRecord, *, title: str = "", dpi: int = 100) -
         ax.xaxis.tick_top()
         ax.xaxis.set_label_position("top")
         ax.set_xticks(range(cols))
-        ax.set_xticklabels(rec.source, rotation=90, fontsize=8, parse_math=False)
+        # the tokens as read (the Moses tokenizer escapes & < > ' " as XML entities)
+        ax.set_xticklabels([html.unescape(w) for w in rec.source], rotation=90, fontsize=8, parse_math=False)
         ax.set_yticks(range(rows))
-        ax.set_yticklabels(rec.target, fontsize=8, parse_math=False)
+        ax.set_yticklabels([html.unescape(w) for w in rec.target], fontsize=8, parse_math=False)
         ax.tick_params(length=0)
         if title:
             ax.set_xlabel(title, fontsize=9, labelpad=8, parse_math=False)

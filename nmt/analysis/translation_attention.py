@@ -15,9 +15,8 @@ record, every PNG rendered before the first is written, each written atomically.
 """
 from __future__ import annotations
 
-import html
-
 import contextlib
+import html
 import io
 import json
 import math

@@ -46,7 +46,6 @@ import time
 # msd-bidirectional-fe lexicalized reordering (picked when the moses.ini has a LexicalReordering feature)
 MOSES_SENT_PER_S_BY_MODEL = {"distance": {1: 23.0, 2: 47.0}, "lexicalized": {1: 15.0, 2: 31.0}}
 MOSES_LOAD = "4.6 s, ~0.8 GB"
-MOSES_SENT_PER_S = MOSES_SENT_PER_S_BY_MODEL["distance"]
 
 
 def rss_mb() -> float:
@@ -88,20 +87,19 @@ def main() -> int:
     from smt_features.model.moses_ini import read_moses_ini
 
     t0 = time.perf_counter()
-    decoder = build_decoder(read_moses_ini(args.moses_ini), table_limit=args.table_limit)
+    ini = read_moses_ini(args.moses_ini)
+    decoder = build_decoder(ini, table_limit=args.table_limit)
     load_s = time.perf_counter() - t0
     load_rss = rss_mb()
-    with open(args.moses_ini, encoding="utf-8") as fh:
-        reordering = "lexicalized" if "LexicalReordering" in fh.read() else "distance"
-    global MOSES_SENT_PER_S
-    MOSES_SENT_PER_S = MOSES_SENT_PER_S_BY_MODEL[reordering]
+    reordering = "lexicalized" if any(f.type == "LexicalReordering" for f in ini.features) else "distance"
+    moses_speed = MOSES_SENT_PER_S_BY_MODEL[reordering]
     with open(args.input, encoding="utf-8") as fh:
         lines = [line.rstrip("\n") for _, line in zip(range(args.sentences), fh)]
     print(f"model: {args.moses_ini}; {len(decoder.table)} phrase pairs; loaded in {load_s:.1f} s, "
           f"max RSS {load_rss:.0f} MB (Moses: {MOSES_LOAD})")
     print(f"{len(lines)} sentences, stack {args.stack}, table limit {args.table_limit}, "
           f"distortion limit {args.distortion_limit}; Moses's figures for the {reordering} model: "
-          f"{MOSES_SENT_PER_S[1]:g} / {MOSES_SENT_PER_S[2]:g} sent/s on 1 / 2 threads")
+          f"{moses_speed[1]:g} / {moses_speed[2]:g} sent/s on 1 / 2 threads")
 
     fast = decoder.compiled
     if fast is None and any(not v.endswith("-py") for v in args.variants):
@@ -150,7 +148,7 @@ def main() -> int:
                                        "lm_misses": sum(r.stats.get("lm_misses", 0) for r in results),
                                        "created": sum(r.stats.get("created", 0) for r in results)}
         print(f"{variant:<9} {1:>4} {speed:>7.2f} {len(lines) / cpu:>10.2f} {mean:>11.4f} "
-              f"{speed / base_speed:>8.2f} {speed / MOSES_SENT_PER_S[1]:>8.3f} "
+              f"{speed / base_speed:>8.2f} {speed / moses_speed[1]:>8.3f} "
               f"{'' if bleu is None else f'{bleu:6.2f}'} {'' if chrf is None else f'{chrf:6.2f}'}", flush=True)
     for a_name, b_name in (("plain-py", "bounded-py"), ("plain", "bounded"), ("bounded-py", "bounded"),
                            ("plain-py", "plain")):
@@ -168,7 +166,7 @@ def main() -> int:
             same = all(a.best.tokens == b.best.tokens for a, b in zip(results, outputs[variant]))
             record["variants"][variant]["threads"][threads] = {"sent_per_s": round(speed, 3), "same_output": same}
             print(f"{variant:<9} {threads:>4} {speed:>7.2f} {'':>10} {'':>11} {speed / base_speed:>8.2f} "
-                  f"{speed / MOSES_SENT_PER_S.get(threads, MOSES_SENT_PER_S[1]):>8.3f}  (same output: {same})",
+                  f"{speed / moses_speed.get(threads, moses_speed[1]):>8.3f}  (same output: {same})",
                   flush=True)
     if args.profile_sentences:
         decoder.compiled = fast

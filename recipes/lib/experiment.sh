@@ -20,7 +20,7 @@
 # wall_time.txt (the seconds of every stage). Every step is reused once its output exists. RECIPE_DRY_RUN=1:
 # print the stage commands and run nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--files-root DIR] [--device D] [--data-only]" >&2; exit 2; }
+[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR] [--files-root DIR] [--device D] [--data-only] [--rnnsearch DIR]" >&2; exit 2; }
 cfg=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 [ -f "$cfg" ] || { echo "experiment.sh: no config $cfg" >&2; exit 2; }

@@ -113,7 +113,7 @@ lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier"
 # baseline.rnnsearch (+ RNNsearch's ln p(hyp | source) only)
 sets="$dev $tests"
 bases=""
-grep -qwE "lstm|rmn|mog|all" <<< "$rows" && bases=baseline
+[ $need_lms = 1 ] && bases=baseline
 grep -qw all <<< "$rows" && bases="$bases rnnwp"
 grep -qw rnnsearch <<< "$rows" && bases="$bases baseline.rnnsearch"
 for base in $bases; do

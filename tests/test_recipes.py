@@ -169,13 +169,18 @@ def test_multi30k_table_quick(tmp_path: Path) -> None:
     valid = json.loads((tmp_path / "lm" / "lstm-1x128" / "valid.json").read_text())
     assert valid["num_tokens"] == 15_395 and valid["num_oov"] == 0   # Multi30k val: 14,381 words + 1,014 </s>
     table = (rerank / "scores.md").read_text()
-    for system in ("Baseline", "+RNN", "+RNN+WP", "+LSTM-LM", "+RMN-LM", "+Mogrifier-LM", "+all", "+RNNsearch"):
+    for system in ("Baseline", "+RNN", "+RNN+WP", "+LSTM-LM", "+RMN-LM", "+Mogrifier-LM", "+all", "+RNNsearch",
+                   "+all+RNNsearch"):
         row = re.search(rf"^\| {re.escape(system)} \| ([0-9.]+) ± ", table, re.M)
         assert row and 0.0 <= float(row.group(1)) <= 100.0, system
     # +RNNsearch: Baseline's lists with the RNNsearch model's ln p(hyp | source), trained on the prepared pairs
     with gzip.open(rerank / "baseline.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
         line = fh.readline()
     assert " RNNS0= " in line and " LSTM0= " not in line
+    # +all+RNNsearch: the +all lists (not decoded again) with RNNsearch's feature added
+    with gzip.open(rerank / "rnnwp.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
+        line = fh.readline()
+    assert all(f" {name}= " in line for name in ("LSTM0", "RMN0", "MOG0", "RNN0", "RNNS0"))
     assert yaml.safe_load((tmp_path / "rnnsearch" / "model" / "config.yaml").read_text())["arch"] == "rnnsearch"
     # the quick baseline translates: well above the untranslated source on both test sets
     for split in ("test_2016_flickr", "test_2017_flickr"):
@@ -332,6 +337,15 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     assert [p[1] if p[0] == "bash" else p[0] for p in plan][2:] == ["run_step", str(ROOT / "recipes/lib/lm_rerank.sh")]
     assert plan[2][-1] == "train_rnnsearch" and after(plan[3], "--rows") == ["rnnsearch"]
     assert after(plan[3], "--rnnsearch") == [f"{work}/rnnsearch/model"] and "--lm-corpus" not in plan[3]
+    # +all+RNNsearch: the +RNN+WP runs, the RNNsearch model and the LMs, one reranking step
+    write("[Baseline, +all+RNNsearch]", "lm_corpus: my-lm")
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    plan = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+    assert after(plan[2], "--systems") == ["rnnwp"] and plan[3][-1] == "train_rnnsearch"
+    assert after(plan[4], "--rows") == ["allrs"] and after(plan[4], "--rnnsearch") == [f"{work}/rnnsearch/model"]
+    assert after(plan[4], "--lm-corpus") == ["my-lm"]
     write("[Baseline, +BERT]")
     bad = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})

@@ -5,7 +5,7 @@
 # (recipes/experiment/run.sh and recipes/multi30k_enfr/table.sh run it.) CONFIG's `experiment` section names
 # the data (a registry `corpus`, or `files: {train: PREFIX, dev: PREFIX, tests: [PREFIX...]}` of plain
 # PREFIX.LANG files), `src`/`tgt`, the `dev` set and the `tests` (any number), the `systems` (Baseline, +RNN,
-# +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all, +RNNsearch), `mert_runs`, `lm_corpus`, `filter_table`, `truecase` (optional,
+# +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all, +RNNsearch, +all+RNNsearch), `mert_runs`, `lm_corpus`, `filter_table`, `truecase` (optional,
 # default false: true = Moses truecasing, nmt-prepare --truecase and every stage --truecase), and the `scale`
 # label printed with the table (`scale_quick` with --quick); its other sections size each stage (prepare,
 # train_phrases[_quick], smt[_quick]: see recipes/lib/smt_baseline.sh, rnn_rescore.sh, lm_rerank.sh; with
@@ -15,7 +15,7 @@
 # --data-only: stop after prepare (WORK/smt/data), e.g. on a CPU server before the GPU stages.
 # +RNNsearch: the Baseline's n-best lists reranked with ln p(hyp | source) of an RNNsearch model (Bahdanau et
 # al. 2015) trained on the experiment's own prepared data (the config's train_rnnsearch[_quick] section, into
-# WORK/rnnsearch/model), or the model of --rnnsearch DIR.
+# WORK/rnnsearch/model), or the model of --rnnsearch DIR; +all+RNNsearch: the +all lists with that feature added.
 # WORK (default work/experiment/<config name>[_quick]) holds smt/, rnn/, lm/, rerank/, report/, scores.md and
 # wall_time.txt (the seconds of every stage). Every step is reused once its output exists. RECIPE_DRY_RUN=1:
 # print the stage commands and run nothing.
@@ -101,16 +101,17 @@ fi
 want() { grep -qxF -- "$1" <<< "$systems"; }
 rnn_systems=""
 want +RNN && rnn_systems="rnn"
-{ want +RNN+WP || want +all; } && rnn_systems="$rnn_systems rnnwp"
+{ want +RNN+WP || want +all || want +all+RNNsearch; } && rnn_systems="$rnn_systems rnnwp"
 rnn_systems=${rnn_systems# }
 lm_rows=""
-for row in "lstm|+LSTM-LM" "rmn|+RMN-LM" "mog|+Mogrifier-LM" "all|+all" "rnnsearch|+RNNsearch"; do
+for row in "lstm|+LSTM-LM" "rmn|+RMN-LM" "mog|+Mogrifier-LM" "all|+all" "rnnsearch|+RNNsearch" "allrs|+all+RNNsearch"; do
   want "${row#*|}" && lm_rows="$lm_rows ${row%%|*}"
 done
 lm_rows=${lm_rows# }
 while read -r s; do
-  case $s in Baseline | +RNN | +RNN+WP | +LSTM-LM | +RMN-LM | +Mogrifier-LM | +all | +RNNsearch) ;;
-    *) echo "experiment.sh: $cfg: unknown system '$s' (Baseline, +RNN, +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM, +all, +RNNsearch)" >&2; exit 2 ;;
+  case $s in Baseline | +RNN | +RNN+WP | +LSTM-LM | +RMN-LM | +Mogrifier-LM | +all | +RNNsearch | +all+RNNsearch) ;;
+    *) echo "experiment.sh: $cfg: unknown system '$s' (Baseline, +RNN, +RNN+WP, +LSTM-LM, +RMN-LM, +Mogrifier-LM," \
+            "+all, +RNNsearch, +all+RNNsearch)" >&2; exit 2 ;;
   esac
 done <<< "$systems"
 filter=$(config_value "$x" filter_table)
@@ -152,7 +153,7 @@ if [ -n "$rnn_systems" ]; then
   stage "+RNN (rnn_rescore.sh)" bash "$lib/rnn_rescore.sh" "${common[@]}" --smt-work "$work/smt" --work "$work/rnn" \
     "${sets[@]}" --systems "$rnn_systems" --device "$device" ${filter_flags[@]+"${filter_flags[@]}"}
 fi
-if want +RNNsearch && [ -z "$rnnsearch" ]; then
+if { want +RNNsearch || want +all+RNNsearch; } && [ -z "$rnnsearch" ]; then
   rnnsearch=$work/rnnsearch/model
   d=$work/smt/data
   train_rnnsearch() {
@@ -190,7 +191,7 @@ while read -r s; do
   case $s in
     Baseline) d=$work/smt/tune ;; +RNN) d=$work/rnn/rnn.tune ;; +RNN+WP) d=$work/rnn/rnnwp.tune ;;
     +LSTM-LM) d=$work/rerank/lstm ;; +RMN-LM) d=$work/rerank/rmn ;; +Mogrifier-LM) d=$work/rerank/mog ;;
-    +all) d=$work/rerank/all ;; +RNNsearch) d=$work/rerank/rnnsearch ;;
+    +all) d=$work/rerank/all ;; +RNNsearch) d=$work/rerank/rnnsearch ;; +all+RNNsearch) d=$work/rerank/allrs ;;
   esac
   sys_flags+=(--system "$s=$d")
 done <<< "$systems"

@@ -8,16 +8,17 @@
 #   detokenize → sacreBLEU.
 # Rows: +LSTM-LM, +RMN-LM, +Mogrifier-LM (Baseline's lists + that LM), +all (the +RNN+WP lists + the three
 # LMs + the encoder–decoder), +RNNsearch (Baseline's lists + ln p(hyp | source) under the RNNsearch model given
-# by --rnnsearch DIR, in lists of their own: WORK/baseline.rnnsearch.R; no LM is trained for this row alone).
+# by --rnnsearch DIR, in lists of their own: WORK/baseline.rnnsearch.R; no LM is trained for this row alone),
+# +all+RNNsearch (the +all lists with RNNsearch's ln p(hyp | source) added: WORK/rnnwp.rnnsearch.R, no new decoding).
 #   recipes/lib/lm_rerank.sh --config YAML --smt-work DIR --rnn-work DIR --lm-work DIR --work DIR
 #                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
 #                            [--lm-text "TRAIN VALID TEST"] [--lm-epochs N] [--lm-max-updates N]
-#                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all rnnsearch"]
+#                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all rnnsearch allrs"]
 #                            [--rnnsearch DIR]
 # --config: the recipe's config (its smt[_quick] section: rerank_nbest, and dev/tests unless given).
 # --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
 # --nbest: the list size (default: the config's smt.rerank_nbest, --quick: smt_quick.rerank_nbest).
-# --rows: the rows to make (default all four; +RNN+WP's tuned runs are needed only for `all`).
+# --rows: the rows to make (default the first four; +RNN+WP's tuned runs are needed only for `all` and `allrs`).
 # --lm-corpus files --lm-text "TRAIN VALID TEST": the LMs on these tokenized target-side files (experiment.sh's
 # `lm_corpus: target`: the experiment's own training text and its dev / first test set). --lm-epochs: at most N
 # epochs per LM (default: the ptb_lm config's, 15 at the RMN paper's setting); --lm-max-updates: at most N updates.
@@ -66,19 +67,19 @@ while [ $# -gt 0 ]; do
 done
 # the neural LMs are needed by every row but +RNNsearch
 need_lms=0
-grep -qwE "lstm|rmn|mog|all" <<< "$rows" && need_lms=1
+grep -qwE "lstm|rmn|mog|all|allrs" <<< "$rows" && need_lms=1
 [ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$rnn" ] && [ -n "$lmw" ] && [ -n "$work" ] || \
   { echo "lm_rerank.sh: give --config, --smt-work, --rnn-work, --lm-work and --work" >&2; exit 2; }
 [ $need_lms = 0 ] || [ -n "$lm_corpus" ] || { echo "lm_rerank.sh: give --lm-corpus (rows $rows)" >&2; exit 2; }
-if grep -qw rnnsearch <<< "$rows"; then
-  [ -n "$rnnsearch" ] || { echo "lm_rerank.sh: the rnnsearch row needs --rnnsearch DIR (an nmt-train model)" >&2; exit 2; }
+if grep -qwE "rnnsearch|allrs" <<< "$rows"; then
+  [ -n "$rnnsearch" ] || { echo "lm_rerank.sh: the rnnsearch and allrs rows need --rnnsearch DIR (an nmt-train model)" >&2; exit 2; }
 fi
 quick_suffix
 nbest=${nbest:-$(config_value "$cfg:smt$suffix" rerank_nbest)}
 dev=${dev:-$(config_value "$cfg:smt$suffix" dev)}
 tests=${tests:-$(config_value "$cfg:smt$suffix" tests)}
 need=("$smt/tune.1/moses.tuned.ini")
-grep -qw all <<< "$rows" && need+=("$rnn/rnnwp.tune.1/moses.tuned.ini")
+grep -qwE "all|allrs" <<< "$rows" && need+=("$rnn/rnnwp.tune.1/moses.tuned.ini")
 for f in "${need[@]}"; do
   [ -f "$f" ] || { echo "lm_rerank.sh: no $f: run smt_baseline.sh and rnn_rescore.sh first" >&2; exit 1; }
 done
@@ -110,22 +111,27 @@ fi
 lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier")
 
 # the n-best lists and their features: baseline (+ the LMs), rnnwp (+ the LMs and the encoder–decoder),
-# baseline.rnnsearch (+ RNNsearch's ln p(hyp | source) only)
+# rnnwp.rnnsearch (rnnwp's lists + RNNsearch's ln p(hyp | source)), baseline.rnnsearch (+ RNNsearch's only)
 sets="$dev $tests"
 bases=""
-[ $need_lms = 1 ] && bases=baseline
-grep -qw all <<< "$rows" && bases="$bases rnnwp"
+grep -qwE "lstm|rmn|mog" <<< "$rows" && bases=baseline
+grep -qwE "all|allrs" <<< "$rows" && bases="$bases rnnwp"
+grep -qw allrs <<< "$rows" && bases="$bases rnnwp.rnnsearch"
 grep -qw rnnsearch <<< "$rows" && bases="$bases baseline.rnnsearch"
 for base in $bases; do
   for r in $(seq 1 "$runs"); do
-    ini=$([ $base = rnnwp ] && echo "$rnn/rnnwp.tune.$r/moses.tuned.ini" || echo "$smt/tune.$r/moses.tuned.ini")
     d=$work/$base.$r
     mkdir -p "$d"
     features=("${lm_flags[@]}")
     [ $base = rnnwp ] && features+=(--encdec "RNN0=$encdec")
     [ $base = baseline.rnnsearch ] && features=(--encdec "RNNS0=$rnnsearch")
     for s in $sets; do
-      if [ ! -f "$d/$s.nbest.feat.gz" ]; then
+      if [ $base = rnnwp.rnnsearch ] && [ ! -f "$d/$s.nbest.feat.gz" ]; then
+        echo "== $base run $r: $s: RNNsearch's ln p(hyp | source) added to the rnnwp list"
+        "$bin/smt-rerank" --nbest "$work/rnnwp.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
+          --encdec "RNNS0=$rnnsearch" --threads "$threads"
+      elif [ ! -f "$d/$s.nbest.feat.gz" ]; then
+        ini=$([ $base = rnnwp ] && echo "$rnn/rnnwp.tune.$r/moses.tuned.ini" || echo "$smt/tune.$r/moses.tuned.ini")
         echo "== $base run $r: $s $nbest-best list and its neural features"
         "$bin/smt-decode" --moses-ini "$ini" --input "$t/$s.en" --output "$d/$s.1best" \
           --n-best-list "$d/$s.nbest" "$nbest" --threads "$threads" --progress false
@@ -139,7 +145,7 @@ done
 
 # row: name base dropped-features
 row_specs=("lstm|+LSTM-LM|baseline|RMN0 MOG0" "rmn|+RMN-LM|baseline|LSTM0 MOG0" "mog|+Mogrifier-LM|baseline|LSTM0 RMN0"
-      "all|+all|rnnwp|" "rnnsearch|+RNNsearch|baseline.rnnsearch|")
+      "all|+all|rnnwp|" "rnnsearch|+RNNsearch|baseline.rnnsearch|" "allrs|+all+RNNsearch|rnnwp.rnnsearch|")
 sys_flags=(--system "Baseline=$smt/tune")
 [ -f "$rnn/rnn.tune.1/moses.tuned.ini" ] && sys_flags+=(--system "+RNN=$rnn/rnn.tune")
 [ -f "$rnn/rnnwp.tune.1/moses.tuned.ini" ] && sys_flags+=(--system "+RNN+WP=$rnn/rnnwp.tune")
@@ -151,7 +157,7 @@ for row in "${row_specs[@]}"; do
     src=$work/$base.$r
     d=$work/$key.$r
     mkdir -p "$d"
-    ini=$([ $base = rnnwp ] && echo "$rnn/rnnwp.tune.$r/moses.tuned.ini" || echo "$smt/tune.$r/moses.tuned.ini")
+    case $base in rnnwp*) ini=$rnn/rnnwp.tune.$r/moses.tuned.ini ;; *) ini=$smt/tune.$r/moses.tuned.ini ;; esac
     dflag=()
     [ -n "$drop" ] && dflag=(--drop $drop)
     [ -f "$d/weights" ] || echo "== $name run $r: MERT on the $dev $nbest-best list"

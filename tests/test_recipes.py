@@ -275,6 +275,16 @@ def test_config_value_and_run_step(tmp_path: Path) -> None:
     assert (tmp_path / "ran1").exists() and not (tmp_path / "ran2").exists()
 
 
+def test_lm_rerank_refuses_an_unknown_optimizer(tmp_path: Path) -> None:
+    """lm_rerank.sh --optimizer: mert, kbmira or pro; anything else stops before any work (exit 2)."""
+    proc = subprocess.run(["bash", "recipes/lib/lm_rerank.sh", "--config", "c.yaml", "--smt-work", str(tmp_path / "smt"),
+                           "--rnn-work", str(tmp_path / "rnn"), "--lm-work", str(tmp_path / "lm"), "--work",
+                           str(tmp_path / "rerank"), "--rows", "rnnsearch", "--rnnsearch", "m", "--optimizer", "sgd"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=ENV)
+    assert proc.returncode == 2 and "--optimizer must be mert, kbmira or pro, not 'sgd'" in proc.stderr
+    assert not (tmp_path / "rerank").exists()
+
+
 def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     """recipes/experiment/run.sh CONFIG with RECIPE_DRY_RUN=1: the plan of a config naming plain PREFIX.LANG
     files (set names = the prefixes' base names, any number of tests, only the stages the systems need), and

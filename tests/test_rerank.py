@@ -194,6 +194,27 @@ def test_mert_weights_reorder_the_list(tmp_path: Path) -> None:
                                             rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.parametrize("optimizer", ["mert", "kbmira", "pro"])
+def test_every_optimizer_finds_the_useful_feature(tmp_path: Path, optimizer: str) -> None:
+    """--optimizer mert|kbmira|pro on the same list: each gives GOOD0 a positive weight and picks the references
+    (from LM0 alone, the wrong hypotheses); the weights file names the optimiser."""
+    nb, ref = _synthetic(tmp_path)
+    init = tmp_path / "init.weights"
+    init.write_text("[weight]\nLM0= 1\nGOOD0= 0\n", encoding="utf-8")
+    w, one = tmp_path / "w", tmp_path / "one.txt"
+    assert rerank_main(["--nbest", str(nb), "--tune", "--ref", str(ref), "--weights", str(init), "--weights-out",
+                        str(w), "--one-best", str(one), "--optimizer", optimizer, "--seed", "3"]) == 0
+    assert Weights.read(w)["GOOD0"][0] > 0 and one.read_text().splitlines() == ref.read_text().splitlines()
+    assert f"({ {'mert': 'MERT', 'kbmira': 'kbMIRA', 'pro': 'PRO'}[optimizer] }, seed 3)" in w.read_text()
+
+
+def test_unknown_optimizer_is_refused(tmp_path: Path, capsys) -> None:
+    nb, ref = _synthetic(tmp_path)
+    assert refused(capsys, "--optimizer must be one of mert, kbmira, pro", rerank_main(
+        ["--nbest", str(nb), "--tune", "--ref", str(ref), "--weights-out", str(tmp_path / "w"), "--optimizer", "sgd"]))
+    assert not (tmp_path / "w").exists()
+
+
 def test_drop_leaves_a_feature_out_of_tuning_and_output(tmp_path: Path, capsys) -> None:
     """--drop GOOD0: the useful feature is gone, so the tuned 1-best is not the reference any more; naming a
     feature the list does not have is an error."""

@@ -14,7 +14,7 @@
 #                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
 #                            [--lm-text "TRAIN VALID TEST"] [--lm-epochs N] [--lm-max-updates N]
 #                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all rnnsearch allrs"]
-#                            [--rnnsearch DIR]
+#                            [--rnnsearch DIR] [--optimizer mert|kbmira|pro]
 # --config: the recipe's config (its smt[_quick] section: rerank_nbest, and dev/tests unless given).
 # --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
 # --nbest: the list size (default: the config's smt.rerank_nbest, --quick: smt_quick.rerank_nbest).
@@ -22,6 +22,9 @@
 # --lm-corpus files --lm-text "TRAIN VALID TEST": the LMs on these tokenized target-side files (experiment.sh's
 # `lm_corpus: target`: the experiment's own training text and its dev / first test set). --lm-epochs: at most N
 # epochs per LM (default: the ptb_lm config's, 15 at the RMN paper's setting); --lm-max-updates: at most N updates.
+# --optimizer: how each row's weights are tuned on the dev list (smt-rerank --tune --optimizer; default mert). Any
+# other optimiser reuses the lists and writes its rows to WORK/<row>.OPTIMIZER.R and its summary (scores.md,
+# results/, examples.*) to WORK/by_optimizer/OPTIMIZER/: MERT, kbMIRA and PRO compared on the same n-best lists.
 # Used by recipes/lib/experiment.sh and recipes/multi30k_enfr/lm_rerank.sh.
 # Outputs: WORK/{baseline,rnnwp}.R/*.nbest(.feat.gz), WORK/<row>.R/*, WORK/scores.md, WORK/examples.md,
 #   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
@@ -44,6 +47,7 @@ lm_corpus=""
 lm_text=""
 lm_epochs=""
 lm_max_updates=""
+optimizer=mert
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
     --lm-text) lm_text=$2; shift ;;
     --lm-epochs) lm_epochs=$2; shift ;;
     --lm-max-updates) lm_max_updates=$2; shift ;;
+    --optimizer) optimizer=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
   shift
@@ -74,6 +79,9 @@ grep -qwE "lstm|rmn|mog|all|allrs" <<< "$rows" && need_lms=1
 if grep -qwE "rnnsearch|allrs" <<< "$rows"; then
   [ -n "$rnnsearch" ] || { echo "lm_rerank.sh: the rnnsearch and allrs rows need --rnnsearch DIR (an nmt-train model)" >&2; exit 2; }
 fi
+case $optimizer in mert) osuffix="" ;; kbmira | pro) osuffix=.$optimizer ;;
+  *) echo "lm_rerank.sh: --optimizer must be mert, kbmira or pro, not '$optimizer'" >&2; exit 2 ;;
+esac
 quick_suffix
 nbest=${nbest:-$(config_value "$cfg:smt$suffix" rerank_nbest)}
 dev=${dev:-$(config_value "$cfg:smt$suffix" dev)}
@@ -84,7 +92,9 @@ for f in "${need[@]}"; do
   [ -f "$f" ] || { echo "lm_rerank.sh: no $f: run smt_baseline.sh and rnn_rescore.sh first" >&2; exit 1; }
 done
 work=$(abs_dir "$work")
-mkdir -p "$work/results"
+out=$work
+[ -z "$osuffix" ] || out=$work/by_optimizer/$optimizer
+mkdir -p "$out/results"
 smt=$(cd "$smt" && pwd)
 rnn=$(abs_dir "$rnn")
 start=$(date +%s)
@@ -152,18 +162,19 @@ sys_flags=(--system "Baseline=$smt/tune")
 for row in "${row_specs[@]}"; do
   IFS='|' read -r key name base drop <<< "$row"
   grep -qw "$key" <<< "$rows" || continue
-  sys_flags+=(--system "$name=$work/$key")
+  [ -z "$osuffix" ] || name="$name ($optimizer)"
+  sys_flags+=(--system "$name=$work/$key$osuffix")
   for r in $(seq 1 "$runs"); do
     src=$work/$base.$r
-    d=$work/$key.$r
+    d=$work/$key$osuffix.$r
     mkdir -p "$d"
     case $base in rnnwp*) ini=$rnn/rnnwp.tune.$r/moses.tuned.ini ;; *) ini=$smt/tune.$r/moses.tuned.ini ;; esac
     dflag=()
     [ -n "$drop" ] && dflag=(--drop $drop)
-    [ -f "$d/weights" ] || echo "== $name run $r: MERT on the $dev $nbest-best list"
-    run_step "$name run $r: MERT" "$d/weights" -- "$bin/smt-rerank" --nbest "$src/$dev.nbest.feat.gz" --src "$t/$dev.en" \
-      ${dflag[@]+"${dflag[@]}"} --tune --ref "$t/$dev.fr" --weights "$ini" --weights-out "$d/weights" --seed "$r" \
-      --one-best "$d/$dev.tok.fr"
+    [ -f "$d/weights" ] || echo "== $name run $r: $optimizer on the $dev $nbest-best list"
+    run_step "$name run $r: $optimizer" "$d/weights" -- "$bin/smt-rerank" --nbest "$src/$dev.nbest.feat.gz" \
+      --src "$t/$dev.en" ${dflag[@]+"${dflag[@]}"} --tune --optimizer "$optimizer" --ref "$t/$dev.fr" --weights "$ini" \
+      --weights-out "$d/weights" --seed "$r" --one-best "$d/$dev.tok.fr"
     for s in $sets; do
       fresh "$d/$s.scores.json" "$d/weights" && continue
       [ "$s" = "$dev" ] || "$bin/smt-rerank" --nbest "$src/$s.nbest.feat.gz" --src "$t/$s.en" ${dflag[@]+"${dflag[@]}"} \
@@ -176,9 +187,9 @@ for row in "${row_specs[@]}"; do
 done
 
 echo "== summary over $runs MERT run(s)"
-"$py" "$lib/summarize.py" --runs "$runs" --sets "$sets" --out-json "$work/results" "${sys_flags[@]}" \
-  | tee "$work/scores.md"
+"$py" "$lib/summarize.py" --runs "$runs" --sets "$sets" --out-json "$out/results" "${sys_flags[@]}" \
+  | tee "$out/scores.md"
 last=${sys_flags[-1]}
 "$py" "$lib/summarize.py" --examples --text "$t" --run 1 --limit 8 \
-  --set "${tests%% *}" --system "Baseline=$smt/tune" --system "$last" --json "$work/examples.json" > "$work/examples.md"
+  --set "${tests%% *}" --system "Baseline=$smt/tune" --system "$last" --json "$out/examples.json" > "$out/examples.md"
 echo "total $(( $(date +%s) - start )) s; outputs in $work"

@@ -185,14 +185,16 @@ def drop_features(entries: Sequence[NBestEntry], names: Sequence[str], where: st
 
 
 def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_sentences: int | None = None,
-         init: Mapping[str, Sequence[float]] | None = None, restarts: int = 20, seed: int = 1
-         ) -> tuple[dict[str, list[float]], float]:
-    """MERT (:func:`smt_features.tune.mert.optimise`) over all features; returns ``(grouped weights, BLEU %)``.
+         init: Mapping[str, Sequence[float]] | None = None, restarts: int = 20, seed: int = 1,
+         optimizer: str = "mert") -> tuple[dict[str, list[float]], float]:
+    """Tune all features on the list: ``optimizer`` mert (``restarts`` random starts besides ``init``), kbmira
+    or pro (:func:`smt_features.tune.optimizers.optimise_fixed_pool`); returns ``(grouped weights, BLEU %)``.
 
     Start: ``init`` where given, features missing from it start at 0 (if ``init`` is None, every
     feature starts at ``1/D``). BLEU: tokenized corpus BLEU in percent on the n-best list.
     """
-    from smt_features.tune.mert import optimise
+    from smt_features.tune.optimizers import optimise_fixed_pool
+    from smt_features.tune.pool import NBestPool
 
     if not entries:
         raise ValueError("empty n-best list")
@@ -207,8 +209,11 @@ def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_senten
     init_flat = Weights(init).to_flat(layout, default=0.0) if init is not None else Weights().to_flat(
         layout, default=1.0 / dim)
     keep = [i for i in range(n) if lists[i]]
-    weights, bleu = optimise([lists[i] for i in keep], [references[i] for i in keep], init_flat,
-                             restarts=restarts, seed=seed)
+    pool = NBestPool.from_lists([lists[i] for i in keep], [references[i] for i in keep])
+    names = pool.feature_names or []
+    vector, bleu = optimise_fixed_pool(pool, [init_flat[n] for n in names], optimizer, seed=seed,
+                                       restarts=restarts)
+    weights = {n: float(v) for n, v in zip(names, vector)}
     return Weights.from_flat(weights, layout), float(bleu)  # type: ignore[arg-type]
 
 

@@ -16,6 +16,7 @@ from nmt.paths import resolve_checkpoint
 from nmt.scoring import naming_checkpoint
 from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R
+from smt_features.tune.optimizers import OPTIMIZERS
 
 
 @dataclass
@@ -35,12 +36,15 @@ class RerankConfig:
                                        "one enriched list serves systems with fewer features")
     weights: str = C.field("", help="moses.ini-style weight file ('Name= v ...' lines) to apply: totals "
                                     "recomputed, --one-best written; with --tune the starting point")
-    tune: bool = C.field(False, help="run MERT over all features (needs --ref)")
+    tune: bool = C.field(False, help="tune the weights of all features with --optimizer (needs --ref)")
     ref: str = C.field("", help="tokenized reference, one line per source sentence (for --tune)")
     weights_out: str = C.field("", help="where --tune writes the weights (default: OUTPUT.weights, "
                                         "or NBEST.weights)")
+    optimizer: str = C.field("mert", help="--tune's optimiser: mert (Och; Moses mert, --restarts random starts), "
+                                          "kbmira (k-best batch MIRA, Cherry & Foster 2012; Moses kbmira) or pro "
+                                          "(Hopkins & May 2011)")
     restarts: int = C.field(20, help="MERT random restarts")
-    seed: int = C.field(1, help="MERT random seed")
+    seed: int = C.field(1, help="the optimiser's random seed (MERT's starts, kbMIRA's order, PRO's samples)")
     one_best: str = C.field("", help="reranked 1-best (tokenized), one line per sentence")
     precision: int = C.field(6, help="significant digits of the numbers written (Moses: 6)")
 
@@ -85,6 +89,8 @@ def run(cfg: RerankConfig) -> dict:
         raise UsageError("nothing to do: give --output, --one-best and/or --tune")
     if cfg.tune and not cfg.ref:
         raise UsageError("--tune needs --ref")
+    if cfg.optimizer not in OPTIMIZERS:
+        raise UsageError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, not {cfg.optimizer!r}")
     if cfg.encdec and not cfg.src:
         raise UsageError("--encdec needs --src (the source sentence of each n-best id)")
     check_paths(cfg)
@@ -127,13 +133,13 @@ def run(cfg: RerankConfig) -> dict:
         if len(refs) < num:
             raise DataError(cfg.ref, len(refs) + 1, f"{len(refs)} reference line(s) for {num} sentence(s)")
         weights, bleu = R.tune(entries, refs, num_sentences=num, init=weights, restarts=cfg.restarts,
-                               seed=cfg.seed)
+                               seed=cfg.seed, optimizer=cfg.optimizer)
         out_w = _weights_out(cfg)
         with atomic_write(out_w) as fh:
-            fh.write(Weights(weights).ini_text(f"smt-rerank --tune on {cfg.nbest}: tokenized n-best BLEU "
-                                                 f"{bleu:.2f}"))
-        summary.update(tuned_bleu=bleu, weights_file=out_w)
-        print(f"smt-rerank: MERT BLEU {bleu:.2f} (tokenized, on the n-best list); weights -> {out_w}",
+            fh.write(Weights(weights).ini_text(f"smt-rerank --tune ({OPTIMIZERS[cfg.optimizer]}, seed {cfg.seed}) on "
+                                                 f"{cfg.nbest}: tokenized n-best BLEU {bleu:.2f}"))
+        summary.update(tuned_bleu=bleu, weights_file=out_w, optimizer=cfg.optimizer)
+        print(f"smt-rerank: {OPTIMIZERS[cfg.optimizer]} BLEU {bleu:.2f} (tokenized, on the n-best list); weights -> {out_w}",
               file=sys.stderr)
     if weights is not None:
         w = Weights(weights)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from smt_features.model.weights import layout_of, value_indices
+from smt_features.model.weights import value_indices
 from smt_features.tune.envelope import INF, line_search
 from smt_features.tune.pool import NBestPool, PoolArrays
 
@@ -260,17 +260,7 @@ def optimise(nbest_lists: Sequence[Sequence[Any]], references: Sequence[str] | S
     feature name (then the weights come back as a mapping too). Further
     keyword options: the fields of :class:`MertOptions`.
     """
-    if len(nbest_lists) != len(references):
-        raise ValueError(f"{len(nbest_lists)} n-best lists but {len(references)} references")
-    pool = NBestPool(references, ref_length=ref_length, feature_names=feature_names)
-    for i, cands in enumerate(nbest_lists):
-        for c in cands:
-            if hasattr(c, "features") and hasattr(c, "tokens"):
-                pool.check_layout(layout_of(c.features), f"sentence {i}")
-                pool.add(i, c.tokens, [v for _, vals in c.features for v in vals])
-            else:
-                hyp, feats = c
-                pool.add(i, hyp, feats)
+    pool = NBestPool.from_lists(nbest_lists, references, ref_length=ref_length, feature_names=feature_names)
     opts = MertOptions(restarts=restarts, random_directions=random_directions, seed=seed, fixed=fixed,
                        ranges=ranges, **options)
     result = mert(pool, init_weights, opts)

@@ -1,4 +1,5 @@
-"""One optimisation step of ``smt-tune`` on the merged pool: MERT, k-best batch MIRA or PRO (``--optimizer``).
+"""One optimisation step of ``smt-tune`` on the merged pool: MERT, k-best batch MIRA or PRO (``--optimizer``);
+and one optimisation of a fixed pool (``smt-rerank --tune --optimizer``, :func:`optimise_fixed_pool`).
 
 * ``mert`` (default): :func:`smt_features.tune.mert.mert` from the current
   weights plus ``--restarts`` random points (Moses ``mert``);
@@ -15,7 +16,7 @@ are made here; the MERT ones are exactly those of before.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,3 +77,20 @@ def optimise_step(cfg: TuneConfig, pool: NBestPool, current: np.ndarray, iterati
                f"current weights) | {pres.pairs} pairs, {pres.seconds:.1f} s")
         return StepResult(pres.weights, rec, msg)
     raise ValueError(f"unknown optimizer {cfg.optimizer!r}; known: {' '.join(OPTIMIZERS)}")
+
+
+def optimise_fixed_pool(pool: NBestPool, init: Sequence[float], optimizer: str = "mert", *, seed: int = 1,
+                        restarts: int = 20) -> tuple[np.ndarray, float]:
+    """One optimisation of a pool that no decoder extends (``smt-rerank --tune``): MERT from ``init`` plus
+    ``restarts`` random points, kbMIRA from ``init`` (Moses ``kbmira`` in batch mode), or PRO (pure, no
+    interpolation: there is no earlier iteration); returns ``(weights, tokenized corpus BLEU in percent)``."""
+    if optimizer == "mert":
+        res = mert(pool, init, MertOptions(restarts=restarts, seed=seed))
+        return res.weights, res.bleu
+    if optimizer == "kbmira":
+        kres = kbmira(pool, init, KbMiraOptions(seed=seed))
+        return kres.weights, kres.bleu
+    if optimizer == "pro":
+        pres = pro(pool, init, ProOptions(seed=seed, interpolation=1.0))
+        return pres.weights, pres.bleu
+    raise ValueError(f"unknown optimizer {optimizer!r}; known: {' '.join(OPTIMIZERS)}")

@@ -101,6 +101,25 @@ class NBestPool:
         self._stats_by_hyp: list[dict[str, np.ndarray]] = [{} for _ in range(self.num_sentences)]
         self._arrays: PoolArrays | None = None
 
+    @classmethod
+    def from_lists(cls, nbest_lists: Sequence[Sequence[Any]], references: Sequence[str] | Sequence[Sequence[str]], *,
+                   ref_length: str = "closest", feature_names: Sequence[str] | None = None) -> "NBestPool":
+        """The pool of given n-best lists: ``nbest_lists[i]`` holds sentence ``i``'s candidates, each an
+        :class:`nmt.formats.nbest.NBestEntry` (its features as the n-best file gives them, layout checked) or a
+        pair ``(hypothesis, feature values)``; ``references[i]`` is its tokenized reference (or a list of them)."""
+        if len(nbest_lists) != len(references):
+            raise ValueError(f"{len(nbest_lists)} n-best lists but {len(references)} references")
+        pool = cls(references, ref_length=ref_length, feature_names=feature_names)
+        for i, cands in enumerate(nbest_lists):
+            for c in cands:
+                if hasattr(c, "features") and hasattr(c, "tokens"):
+                    pool.check_layout(layout_of(c.features), f"sentence {i}")
+                    pool.add(i, c.tokens, [v for _, vals in c.features for v in vals])
+                else:
+                    hyp, feats = c
+                    pool.add(i, hyp, feats)
+        return pool
+
     # ------------------------------------------------------------------ adding
     @property
     def num_features(self) -> int:

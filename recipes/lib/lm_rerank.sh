@@ -123,6 +123,8 @@ lm_flags=(--lm "LSTM0=$lmw/lstm-1x128" "RMN0=$lmw/rm+tM-g" "MOG0=$lmw/mogrifier"
 # the n-best lists and their features: baseline (+ the LMs), rnnwp (+ the LMs and the encoder–decoder),
 # rnnwp.rnnsearch (rnnwp's lists + RNNsearch's ln p(hyp | source)), baseline.rnnsearch (+ RNNsearch's only)
 sets="$dev $tests"
+# tuned_ini BASE R: sets ini to the tuned moses.ini the BASE lists of run R come from (+RNN+WP's or the Baseline's)
+tuned_ini() { case $1 in rnnwp*) ini=$rnn/rnnwp.tune.$2/moses.tuned.ini ;; *) ini=$smt/tune.$2/moses.tuned.ini ;; esac; }
 bases=""
 grep -qwE "lstm|rmn|mog" <<< "$rows" && bases=baseline
 grep -qwE "all|allrs" <<< "$rows" && bases="$bases rnnwp"
@@ -141,7 +143,7 @@ for base in $bases; do
         "$bin/smt-rerank" --nbest "$work/rnnwp.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
           --encdec "RNNS0=$rnnsearch" --threads "$threads"
       elif [ ! -f "$d/$s.nbest.feat.gz" ]; then
-        ini=$([ $base = rnnwp ] && echo "$rnn/rnnwp.tune.$r/moses.tuned.ini" || echo "$smt/tune.$r/moses.tuned.ini")
+        tuned_ini "$base" "$r"
         echo "== $base run $r: $s $nbest-best list and its neural features"
         "$bin/smt-decode" --moses-ini "$ini" --input "$t/$s.en" --output "$d/$s.1best" \
           --n-best-list "$d/$s.nbest" "$nbest" --threads "$threads" --progress false
@@ -168,7 +170,7 @@ for row in "${row_specs[@]}"; do
     src=$work/$base.$r
     d=$work/$key$osuffix.$r
     mkdir -p "$d"
-    case $base in rnnwp*) ini=$rnn/rnnwp.tune.$r/moses.tuned.ini ;; *) ini=$smt/tune.$r/moses.tuned.ini ;; esac
+    tuned_ini "$base" "$r"
     dflag=()
     [ -n "$drop" ] && dflag=(--drop $drop)
     [ -f "$d/weights" ] || echo "== $name run $r: $optimizer on the $dev $nbest-best list"

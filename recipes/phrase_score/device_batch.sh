@@ -2,6 +2,7 @@
 # The phrase models of multi30k.yaml and news.yaml trained and their rows' tables rescored on one GPU machine in
 # one bounded session (how the tables of docs/phrase_score.md were made), shipping back only the appended columns.
 #   recipes/phrase_score/device_batch.sh CARRY_DIR OUT_DIR TRAIN_DEADLINE_S     (DEVICE=cpu: a dry run of the plumbing)
+# ROWS_M30K / ROWS_NEWS: the rows to make (default: the config's); ROWS_NEWS=none: the Multi30k ablation only.
 # CARRY_DIR holds NAME.tar (made on the CPU machine from /work/exp/NAME: the prepared vocabularies and dev set,
 # moses.ini, the training pairs as `src ||| tgt ||| 1 ||| ||| counts` lines, xz, and the table filtered to the
 # dev/test sources): they are unpacked at the same absolute paths (/work/exp/..., or $EXP_ROOT), so that every path in the
@@ -28,22 +29,25 @@ for tarball in "$carry"/*.tar; do
   tar -C $exp -xf "$tarball"
 done
 for name in m30k news; do  # the training pairs as the gzip table nmt-train reads
+  [ -e "$exp/$name/smt/model/phrase-table.slim.xz" ] || continue
   python3 recipes/phrase_score/device_tools.py xz-to-gz "$exp/$name/smt/model/phrase-table.slim.xz" \
     "$exp/$name/smt/model/phrase-table.gz"
 done
 echo "unpacked in $((SECONDS - t_start)) s"
-ablation() {  # ablation CONFIG NAME JOBS: models, then rows (--stop-after rescore)
-  local cfg=$1 name=$2 jobs=$3 row
-  for row in $(python3 recipes/lib/config_value.py "$cfg:ablation" rows); do  # the filtered table, made on the CPU
+ablation() {  # ablation CONFIG NAME JOBS ROWS: models, then rows (--stop-after rescore); ROWS empty: the config's
+  local cfg=$1 name=$2 jobs=$3 rows=$4 row
+  [ "$rows" != none ] || return 0
+  [ -n "$rows" ] || rows=$(python3 recipes/lib/config_value.py "$cfg:ablation" rows)
+  for row in $rows; do  # the filtered table, made on the CPU
     mkdir -p "$exp/ps_$name/$row"
     cp "$exp/filt/$name.filtered.gz" "$exp/ps_$name/$row/phrase-table.filtered.gz"
   done
   bash recipes/phrase_score/run.sh "$cfg" --experiment-work "$exp/$name" --work "$exp/ps_$name" \
-    --device "${DEVICE:-cuda}" --jobs "$jobs" --threads 1 --stop-after rescore
+    --device "${DEVICE:-cuda}" --jobs "$jobs" --threads 1 --stop-after rescore --rows "$rows"
 }
-ablation recipes/phrase_score/multi30k.yaml m30k "${JOBS_M30K:-8}" > "$out/m30k.log" 2>&1 &
+ablation recipes/phrase_score/multi30k.yaml m30k "${JOBS_M30K:-8}" "${ROWS_M30K:-}" > "$out/m30k.log" 2>&1 &
 p1=$!
-ablation recipes/phrase_score/news.yaml news "${JOBS_NEWS:-4}" > "$out/news.log" 2>&1 &
+ablation recipes/phrase_score/news.yaml news "${JOBS_NEWS:-4}" "${ROWS_NEWS:-}" > "$out/news.log" 2>&1 &
 p2=$!
 # the deadline: stop the trainers still running (their checkpoints are atomic), mark them, rescore the rows
 while [ $((SECONDS - t_start)) -lt "$deadline" ] && { kill -0 $p1 2> /dev/null || kill -0 $p2 2> /dev/null; }; do
@@ -63,9 +67,9 @@ if pgrep -f nmt.cli.train > /dev/null; then
       [ -e "$d/train.done" ] || { echo "stopped at the deadline, $((SECONDS - t_start)) s" > "$d/stopped_at_deadline"; touch "$d/train.done"; }
     done
   done
-  ablation recipes/phrase_score/multi30k.yaml m30k "${JOBS_M30K:-8}" >> "$out/m30k.log" 2>&1 &
+  ablation recipes/phrase_score/multi30k.yaml m30k "${JOBS_M30K:-8}" "${ROWS_M30K:-}" >> "$out/m30k.log" 2>&1 &
   p1=$!
-  ablation recipes/phrase_score/news.yaml news "${JOBS_NEWS:-4}" >> "$out/news.log" 2>&1 &
+  ablation recipes/phrase_score/news.yaml news "${JOBS_NEWS:-4}" "${ROWS_NEWS:-}" >> "$out/news.log" 2>&1 &
   p2=$!
 fi
 wait $p1; echo "m30k: exit $?"

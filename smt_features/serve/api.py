@@ -27,6 +27,7 @@ from typing import Any
 
 from nmt.data.io import DataError
 from nmt.errors import UsageError
+from nmt.paths import resolve_checkpoint
 from smt_features.decode.corpus import DecodingPool
 from smt_features.decode.decoder import Decoder
 from smt_features.decode.hypothesis import DecodeResult
@@ -141,7 +142,10 @@ class System:
         specs: list[R.FeatureSpec] = []
         for kind in ("lm", "kenlm", "encdec"):
             for item in getattr(files, kind):
-                with loading(R.parse_named(item, f"--{kind}")[1], f"the {kind} model"):
+                path = R.parse_named(item, f"--{kind}")[1]
+                if kind != "kenlm":
+                    path = str(resolve_checkpoint(path, files.checkpoint))  # a missing one: FileNotFoundError
+                with loading(path, f"the {kind} model"):
                     specs += feature_specs(**{kind: [item]}, checkpoint=files.checkpoint, batch_size=batch_size,
                                            max_tokens=max_tokens, device=device, taken=taken)
                 taken.append(specs[-1].name)

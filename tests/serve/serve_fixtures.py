@@ -10,11 +10,15 @@ n-best size (5).
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
 import random
 import shutil
+import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from conftest import SRC_WORDS, DICTIONARY
@@ -147,3 +151,53 @@ def build_tiny_experiment(root: Path) -> Path:
     (work / "rerank" / "allrs.1" / "weights").write_text("[weight]\n" + "\n".join(weights) + "\n", encoding="utf-8")
     _BUILT["work"] = work
     return work
+
+
+@contextlib.contextmanager
+def serving(system, limits=None, **batching) -> Iterator[str]:
+    """The server's application on a free port of 127.0.0.1, run by an event loop in a thread; yields its URL."""
+    from aiohttp import web
+
+    from smt_features.serve.app import make_app
+    from smt_features.serve.batcher import Batcher
+    from smt_features.serve.requests import Limits
+
+    loop = asyncio.new_event_loop()
+    state: dict = {}
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        app = make_app(system, limits or Limits(), Batcher(system.translate_requests, **batching))
+        runner = web.AppRunner(app, access_log=None)
+        loop.run_until_complete(runner.setup())
+        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+        state["url"] = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(120), "the test server did not start"
+    try:
+        yield state["url"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(120)
+
+
+def http(url: str, body: bytes | str | None = None, *, method: str | None = None,
+         content_type: str = "application/json") -> tuple[int, bytes, str]:
+    """``(status, body, reason)`` of one request (4xx/5xx answers returned, not raised)."""
+    import urllib.error
+    import urllib.request
+
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return resp.status, resp.read(), resp.reason
+    except urllib.error.HTTPError as err:
+        return err.code, err.read(), err.reason

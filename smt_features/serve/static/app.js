@@ -92,14 +92,16 @@ function nbestTable(list) {
 }
 
 function heatmap(a) {
-  // rows: target tokens (then </s>), columns: source tokens (then </s>); darker = more attention
+  // rows: target tokens (then </s>), columns: source tokens (then </s>); the shade of a cell is its weight relative
+  // to the largest of its row (the exact alpha is in its tooltip)
   const head = el("tr", {}, [el("th"), ...a.source.map((w) => el("th", { text: w }))]);
   const body = el("tbody");
   a.rows.forEach((row, t) => {
     const tr = el("tr", {}, [el("th", { text: a.target[t] })]);
+    const top = Math.max(...row) || 1;
     row.forEach((p, s) => {
-      const td = el("td", { title: `${a.target[t]} → ${a.source[s]}: ${p.toFixed(3)}` });
-      td.style.backgroundColor = `rgba(31, 92, 153, ${Math.min(1, p).toFixed(3)})`;
+      const td = el("td", { title: `${a.target[t]} → ${a.source[s]}: α = ${p.toFixed(3)}` });
+      td.style.backgroundColor = `rgba(31, 92, 153, ${(p / top).toFixed(3)})`;
       tr.appendChild(td);
     });
     body.appendChild(tr);
@@ -118,7 +120,7 @@ function render(results) {
       el("h3", { text: "Features of the 1-best" }), featureTable({ features: r.features, total: r.total }),
     ]);
     if (r.nbest && r.nbest.length > 1) card.append(el("h3", { text: `n-best list (${r.nbest.length}): value × weight per feature` }), nbestTable(r.nbest));
-    if (r.attention) card.append(el("h3", { text: `Attention of ${r.attention.model} over this translation` }), heatmap(r.attention));
+    if (r.attention) card.append(el("h3", { text: `Attention α of ${r.attention.model} over this translation (shade: α / the row's largest α)` }), heatmap(r.attention));
     out.appendChild(card);
   });
 }

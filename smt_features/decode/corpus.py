@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import itertools
 import multiprocessing
+import signal
 from collections.abc import Iterable, Iterator, Sequence
 
 from smt_features.decode.decoder import Decoder
@@ -13,10 +14,13 @@ from smt_features.decode.hypothesis import DecodeResult
 _WORKER: Decoder | None = None
 
 
-def _set_worker(decoder: Decoder) -> None:
-    """A worker's initializer: the decoder it inherited at the fork (not pickled)."""
+def _set_worker(decoder: Decoder, ignore_interrupt: bool = False) -> None:
+    """A worker's initializer: the decoder it inherited at the fork (not pickled); ``ignore_interrupt``: a Ctrl-C
+    (SIGINT to the process group) is the parent's to handle."""
     global _WORKER
     _WORKER = decoder
+    if ignore_interrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _worker_decode(item: tuple[int, str, int, bool]) -> DecodeResult:
@@ -28,9 +32,10 @@ def _worker_decode(item: tuple[int, str, int, bool]) -> DecodeResult:
 class DecodingPool:
     """``threads`` worker processes forked once, after the model was loaded, so they share it (copy on write);
     ``threads <= 1`` decodes in this process. :meth:`decode` may be called many times (and from several threads
-    at once: the workers take the sentences of every call from one queue); close the pool when done."""
+    at once: the workers take the sentences of every call from one queue); close the pool when done.
+    ``ignore_interrupt``: the workers ignore SIGINT (a server finishes its work on Ctrl-C, its workers too)."""
 
-    def __init__(self, decoder: Decoder, threads: int = 1) -> None:
+    def __init__(self, decoder: Decoder, threads: int = 1, *, ignore_interrupt: bool = False) -> None:
         self.decoder = decoder
         self.threads = max(1, int(threads))
         self._pool = None
@@ -43,7 +48,7 @@ class DecodingPool:
             gc.freeze()
             try:
                 self._pool = multiprocessing.get_context("fork").Pool(
-                    self.threads, initializer=_set_worker, initargs=(decoder,))
+                    self.threads, initializer=_set_worker, initargs=(decoder, ignore_interrupt))
             finally:
                 gc.unfreeze()  # the workers keep their frozen copy; this process collects as before
 

@@ -121,7 +121,7 @@ class System:
             with loading(table, "the phrase table's alignments"):
                 alignments = PhraseAlignments.read(table)
         # fork the decoder's workers before torch is loaded in this process
-        pool = DecodingPool(decoder, cfg.threads)
+        pool = DecodingPool(decoder, cfg.threads, ignore_interrupt=True)
         try:
             specs, weights, attention = cls._load_reranking(files, decoder, device, batch_size, max_tokens)
         except BaseException:

@@ -3,6 +3,7 @@ SIGTERM it refuses new connections, finishes the request in flight and exits 0."
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -71,9 +72,13 @@ def _read_until(stream, needle: str, lines: list[str]) -> str:
     raise AssertionError(f"the server ended before {needle!r}: {''.join(lines)[-3000:]}")
 
 
-def test_sigterm_finishes_the_request_in_flight(work: Path) -> None:
+@pytest.mark.parametrize("how", ["SIGTERM to the server", "SIGINT to its process group"])
+def test_sigterm_finishes_the_request_in_flight(work: Path, how: str) -> None:
+    """SIGTERM to the server (or Ctrl-C: SIGINT to the server and its decoder workers): it finishes the request whose
+    body is still arriving, then stops (no connection accepted), exit 0."""
     proc = subprocess.Popen([sys.executable, "-m", "smt_features.cli.serve", "--work", str(work), "--port", "0",
-                             "--threads", "1"], stderr=subprocess.PIPE, text=True)
+                             "--threads", "2"], stderr=subprocess.PIPE, text=True, start_new_session=True)
+    sig = signal.SIGTERM if how.startswith("SIGTERM") else signal.SIGINT
     lines: list[str] = []
     try:
         ready = _read_until(proc.stderr, "smt-serve: serving", lines)
@@ -83,8 +88,11 @@ def test_sigterm_finishes_the_request_in_flight(work: Path) -> None:
         conn.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:5])  # the request is in flight
         assert json.loads(_health(port))["in_flight"] == 2  # the request above, and this one
-        proc.send_signal(signal.SIGTERM)
-        _read_until(proc.stderr, "SIGTERM: no new connections; finishing 1 request(s) in flight", lines)
+        if sig == signal.SIGTERM:
+            proc.send_signal(sig)
+        else:
+            os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C does
+        _read_until(proc.stderr, f"{sig.name}: no new connections; finishing 1 request(s) in flight", lines)
         conn.sendall(body[5:])
         answer = b""
         while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < _length(answer):

@@ -94,13 +94,17 @@ class System:
     @classmethod
     def load(cls, work: str | Path | None = None, *, system: str = "Baseline", run: int = 1,
              files: SystemFiles | None = None, threads: int = 1, word_alignment: bool = True, device: str = "cpu",
-             batch_size: int = 256, max_tokens: int = 4000, optimizer: str = "mert",
+             batch_size: int = 256, max_tokens: int = 4000, lm_max_tokens: int = 256, optimizer: str = "mert",
              encdec: str | Path | None = None, rnnsearch: str | Path | None = None,
-             nbest_size: int | None = None, decode: DecodeConfig | None = None) -> "System":
+             nbest_size: int | None = None, decode: DecodeConfig | None = None,
+             torch_threads: int | None = None) -> "System":
         """Load row ``system`` of run ``run`` of the experiment in ``work`` (:func:`~smt_features.serve.layout.
         from_work`), or the explicit ``files``. ``threads``: decoder worker processes; ``word_alignment``: read
         the phrase pairs' alignments (for traces); ``decode``: smt-decode's search options (its moses_ini is
-        replaced). A file that cannot be loaded raises naming it."""
+        replaced); ``max_tokens`` / ``lm_max_tokens``: padded tokens per forward pass of the encoder–decoders / the
+        LMs (an LM's softmax over the whole vocabulary is cheapest per token in small passes that stay in the
+        CPU's caches); ``torch_threads``: torch's threads for the neural scorers (1 when the decoder's workers
+        take the other cores: more threads then wait on each other). A file that cannot be loaded raises naming it."""
         if files is None:
             if work is None:
                 raise UsageError("give an experiment work folder or the system's files")
@@ -123,7 +127,12 @@ class System:
         # fork the decoder's workers before torch is loaded in this process
         pool = DecodingPool(decoder, cfg.threads, ignore_interrupt=True)
         try:
-            specs, weights, attention = cls._load_reranking(files, decoder, device, batch_size, max_tokens)
+            if files.reranked and torch_threads:
+                from nmt.scoring import set_threads
+
+                set_threads(torch_threads)
+            specs, weights, attention = cls._load_reranking(files, decoder, device, batch_size,
+                                                            {"lm": lm_max_tokens, "kenlm": 0, "encdec": max_tokens})
         except BaseException:
             pool.close()
             raise
@@ -132,8 +141,8 @@ class System:
                    attention_feature=attention)
 
     @staticmethod
-    def _load_reranking(files: SystemFiles, decoder: Decoder, device: str, batch_size: int, max_tokens: int
-                        ) -> tuple[list[R.FeatureSpec], Weights | None, str | None]:
+    def _load_reranking(files: SystemFiles, decoder: Decoder, device: str, batch_size: int,
+                        max_tokens: dict[str, int]) -> tuple[list[R.FeatureSpec], Weights | None, str | None]:
         """The neural features (in smt-rerank's order), the reranking weights, the attention model's feature."""
         if files.rerank_weights is None:
             return [], None, None
@@ -147,7 +156,7 @@ class System:
                     path = str(resolve_checkpoint(path, files.checkpoint))  # a missing one: FileNotFoundError
                 with loading(path, f"the {kind} model"):
                     specs += feature_specs(**{kind: [item]}, checkpoint=files.checkpoint, batch_size=batch_size,
-                                           max_tokens=max_tokens, device=device, taken=taken)
+                                           max_tokens=max_tokens[kind], device=device, taken=taken)
                 taken.append(specs[-1].name)
         missing = [n for n in taken if n not in weights]
         if missing:
@@ -233,7 +242,7 @@ class System:
                    if sources[i]]  # an empty sentence is not scored (the encoder–decoder refuses it)
         if entries:
             with self._neural_lock:
-                values = R.compute_features(entries, self.specs, sources)
+                values = self._features(entries, sources)
             entries = R.add_features(entries, {n: [explain.moses_value(v) for v in vals] for n, vals in values.items()})
         by_sentence: dict[int, list] = {}
         for e in entries:
@@ -251,6 +260,26 @@ class System:
                                    explain.segments(trs[k], sources[i], self.alignments if trace[i] else None))
                         for k in order])
         return out
+
+    def _features(self, entries: list, sources: list[list[str]]) -> dict[str, list[float]]:
+        """smt-rerank's feature values of the batch's n-best entries (in ``self.specs`` order): each LM scores the
+        whole batch's hypotheses at once; an encoder–decoder scores one sentence's list at a time (measured: pairs
+        of several sources in one pass pad every source to the longest and cost about twice as much)."""
+        lms = [s for s in self.specs if s.pair is None]
+        pairs = [s for s in self.specs if s.pair is not None]
+        values = R.compute_features(entries, lms, sources) if lms else {}
+        if pairs:
+            per: dict[str, list[float]] = {s.name: [] for s in pairs}
+            lo = 0
+            while lo < len(entries):  # the entries of one sentence are consecutive
+                hi = lo
+                while hi < len(entries) and entries[hi].sent_id == entries[lo].sent_id:
+                    hi += 1
+                for name, vals in R.compute_features(entries[lo:hi], pairs, sources).items():
+                    per[name] += vals
+                lo = hi
+            values.update(per)
+        return {s.name: values[s.name] for s in self.specs}
 
     def _add_attention(self, results: list[SentenceResult]) -> None:
         """RNNsearch's attention over each result's 1-best (teacher-forced), where the system has the model."""

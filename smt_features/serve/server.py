@@ -49,7 +49,10 @@ class ServeConfig:
     host: str = C.field("127.0.0.1", help="address to listen on")
     port: int = C.field(8080, help="port (mosesserver's default; 0 = any free port, printed when ready)")
     threads: int = C.field(2, help="decoder worker processes (forked after loading)")
-    torch_threads: int = C.field(1, help="torch threads of the neural scorers")
+    torch_threads: int = C.field(1, help="torch threads of the neural scorers (1: the decoder's workers take the "
+                                         "other cores)")
+    lm_max_tokens: int = C.field(256, help="padded tokens per forward pass of a neural LM (small passes are "
+                                           "cheaper per token on a CPU)")
     word_alignment: bool = C.field(True, help="read the phrase table's word alignments at start (for traces)")
     batch_window_ms: float = C.field(5.0, help="collect requests this long into one batch")
     max_batch_sentences: int = C.field(64, help="sentences in one batch at most")
@@ -99,12 +102,9 @@ def limits_of(cfg: ServeConfig, system: System) -> Limits:
 def run(cfg: ServeConfig) -> int:
     """Load the system, serve it until SIGTERM / SIGINT, return the exit status (0)."""
     files = system_files(cfg)
-    system = System.load(files=files, threads=cfg.threads, word_alignment=cfg.word_alignment)
+    system = System.load(files=files, threads=cfg.threads, word_alignment=cfg.word_alignment,
+                         torch_threads=cfg.torch_threads, lm_max_tokens=cfg.lm_max_tokens)
     try:
-        if system.specs:
-            from nmt.scoring import set_threads
-
-            set_threads(cfg.torch_threads)
         return asyncio.run(_serve(cfg, system, limits_of(cfg, system)))
     finally:
         system.close()

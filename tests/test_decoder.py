@@ -271,7 +271,7 @@ def test_decode_corpus_two_processes_keeps_order():
 
 def test_decoding_pool_reused_per_sentence_sizes_and_interrupts():
     """One DecodingPool serves several calls (per-sentence n-best sizes), the workers forked once; with
-    ignore_interrupt they outlive a SIGINT (a Ctrl-C to the process group) and go on decoding."""
+    ignore_interrupt they outlive SIGINT and SIGTERM (sent to the process group) and go on decoding."""
     import multiprocessing
     import os
     import signal
@@ -284,8 +284,8 @@ def test_decoding_pool_reused_per_sentence_sizes_and_interrupts():
         workers = multiprocessing.active_children()
         assert len(workers) == 2
         first = list(pool.decode(lines, nbest=[0, 3, 2, 0]))
-        for w in workers:
-            os.kill(w.pid, signal.SIGINT)
+        for w, sig in zip(workers, (signal.SIGINT, signal.SIGTERM)):
+            os.kill(w.pid, sig)
         second = list(pool.decode(lines, nbest=3, first_id=10))
         assert all(w.is_alive() for w in workers) and set(multiprocessing.active_children()) == set(workers)
     assert [len(r.nbest) for r in first][0::3] == [0, 0] and len(first[1].nbest) == 3 and len(first[2].nbest) >= 1

@@ -15,12 +15,13 @@ _WORKER: Decoder | None = None
 
 
 def _set_worker(decoder: Decoder, ignore_interrupt: bool = False) -> None:
-    """A worker's initializer: the decoder it inherited at the fork (not pickled); ``ignore_interrupt``: a Ctrl-C
-    (SIGINT to the process group) is the parent's to handle."""
+    """A worker's initializer: the decoder it inherited at the fork (not pickled); ``ignore_interrupt``: SIGINT and
+    SIGTERM (a Ctrl-C, or a service manager's stop, sent to the whole process group) are the parent's to handle."""
     global _WORKER
     _WORKER = decoder
     if ignore_interrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _worker_decode(item: tuple[int, str, int, bool]) -> DecodeResult:
@@ -33,11 +34,14 @@ class DecodingPool:
     """``threads`` worker processes forked once, after the model was loaded, so they share it (copy on write);
     ``threads <= 1`` decodes in this process. :meth:`decode` may be called many times (and from several threads
     at once: the workers take the sentences of every call from one queue); close the pool when done.
-    ``ignore_interrupt``: the workers ignore SIGINT (a server finishes its work on Ctrl-C, its workers too)."""
+    ``ignore_interrupt``: the workers ignore SIGINT and SIGTERM (a server finishes its work when its process group
+    is told to stop: a worker killed while waiting for work would leave the pool's queue locked), and leaving the
+    pool on an error closes it after the work queued instead of terminating it."""
 
     def __init__(self, decoder: Decoder, threads: int = 1, *, ignore_interrupt: bool = False) -> None:
         self.decoder = decoder
         self.threads = max(1, int(threads))
+        self.ignore_interrupt = ignore_interrupt
         self._pool = None
         if self.threads > 1:
             if "fork" not in multiprocessing.get_all_start_methods():
@@ -76,7 +80,7 @@ class DecodingPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None and exc[0] is not None:
+        if self._pool is not None and exc[0] is not None and not self.ignore_interrupt:
             self._pool.terminate()  # an error or an interrupt: do not wait for the queued work
             self._pool.join()
             self._pool = None

@@ -72,13 +72,14 @@ def _read_until(stream, needle: str, lines: list[str]) -> str:
     raise AssertionError(f"the server ended before {needle!r}: {''.join(lines)[-3000:]}")
 
 
-@pytest.mark.parametrize("how", ["SIGTERM to the server", "SIGINT to its process group"])
+@pytest.mark.parametrize("how", ["SIGTERM to the server", "SIGINT to its process group", "SIGTERM to its process group"])
 def test_sigterm_finishes_the_request_in_flight(work: Path, how: str) -> None:
-    """SIGTERM to the server (or Ctrl-C: SIGINT to the server and its decoder workers): it finishes the request whose
-    body is still arriving, then stops (no connection accepted), exit 0."""
+    """SIGTERM to the server, or to the server and its decoder workers (a service manager's stop; Ctrl-C sends SIGINT
+    so): it finishes the request whose body is still arriving, then stops (no connection accepted), exit 0."""
     proc = subprocess.Popen([sys.executable, "-m", "smt_features.cli.serve", "--work", str(work), "--port", "0",
                              "--threads", "2"], stderr=subprocess.PIPE, text=True, start_new_session=True)
     sig = signal.SIGTERM if how.startswith("SIGTERM") else signal.SIGINT
+    group = how.endswith("process group")
     lines: list[str] = []
     try:
         ready = _read_until(proc.stderr, "smt-serve: serving", lines)
@@ -88,10 +89,10 @@ def test_sigterm_finishes_the_request_in_flight(work: Path, how: str) -> None:
         conn.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:5])  # the request is in flight
         assert json.loads(_health(port))["in_flight"] == 2  # the request above, and this one
-        if sig == signal.SIGTERM:
-            proc.send_signal(sig)
+        if group:
+            os.killpg(proc.pid, sig)  # the server and its decoder workers
         else:
-            os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C does
+            proc.send_signal(sig)
         _read_until(proc.stderr, f"{sig.name}: no new connections; finishing 1 request(s) in flight", lines)
         conn.sendall(body[5:])
         answer = b""

@@ -172,3 +172,23 @@ def test_distinct_nbest(baseline: System, full: System) -> None:
         for r in system.translate_requests([Request(RAW, nbest=5, distinct=True)])[0]:
             texts = [tuple(h.tokens) for h in r.nbest]
             assert len(texts) == len(set(texts)) >= 1
+
+
+def test_explicit_files_are_the_same_system(full: System, work: Path) -> None:
+    """smt-serve's flags for the files one by one (no work folder) load the same system."""
+    from nmt import config as C
+    from smt_features.serve.server import ServeConfig, system_files
+
+    d = work / "smt" / "data"
+    cfg = C.parse(ServeConfig, ["--moses-ini", str(full.files.moses_ini), "--rerank-weights",
+                                str(full.files.rerank_weights), "--lm", *full.files.lm, "--encdec", *full.files.encdec,
+                                "--nbest-size", str(NBEST), "--truecase-model", f"en={d / 'truecase-model.en'}",
+                                f"fr={d / 'truecase-model.fr'}"])
+    with System.load(files=system_files(cfg), word_alignment=False) as explicit:
+        assert [r.translation for r in explicit.translate(RAW)] == [r.translation for r in full.translate(RAW)]
+        assert explicit.attention_feature == "RNNS0" and explicit.alignments is None
+    with pytest.raises(UsageError, match="need the reranking weights"):
+        System.load(files=system_files(C.parse(ServeConfig, ["--moses-ini", str(full.files.moses_ini), "--lm",
+                                                             *full.files.lm])))
+    with pytest.raises(UsageError, match="LANG=FILE"):
+        system_files(C.parse(ServeConfig, ["--moses-ini", "x", "--truecase-model", "en"]))

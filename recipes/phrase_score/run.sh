@@ -88,7 +88,7 @@ train_model() {  # train_model NAME: WORK/models/NAME (log: WORK/models/NAME.log
   # shellcheck disable=SC2046  # the train flags are words
   run_step "phrase model $m" "$work/models/$m/train.done" -- train_phrase_model "$exp_cfg:${section:-train_phrases}$suffix" \
     "$smt" "$work/vocab.$k" \
-    "$dev" "$work/models/$m" "$threads" "$device" $(value models "$m" train) > "$work/models/$m.log" 2>&1 \
+    "$dev" "$work/models/$m" "$threads" "$device" $(value models "$m" train) >> "$work/models/$m.log" 2>&1 \
     || { echo "model $m failed: see $work/models/$m.log" >&2; return 1; }
 }
 run_row() {  # run_row ROW: the row's rnn_rescore.sh (log: WORK/ROW.log)

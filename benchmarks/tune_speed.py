@@ -14,6 +14,8 @@ and every iteration's weights) and the wall-time ratios. With ``--moses-dir`` (a
 ``bin/moses``, ``bin/mert`` … and ``scripts/training/mert-moses.pl``) Moses's MERT tunes the same
 moses.ini on the same dev set in ``OUT/moses`` (n-best and threads alike, ``--predictable-seeds``) and
 its wall time is reported beside. ``OUT/tune_speed.json`` keeps everything; ``OUT/tune_speed.md`` the table.
+With ``--snapshot`` the smt-tune runs use a copy of this checkout's HEAD (``git archive``, plus its built
+extension modules) in ``OUT/src-COMMIT`` on ``PYTHONPATH``, so editing the checkout meanwhile changes nothing.
 """
 from __future__ import annotations
 
@@ -21,12 +23,37 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 VENV_BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ)
+
+
+def snapshot(out: Path) -> str:
+    """Export HEAD into ``out/src-COMMIT`` with the built extension modules; put it first on PYTHONPATH."""
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    if dirty:
+        print(f"tune_speed: note: uncommitted changes are not in the snapshot of {commit[:10]}", flush=True)
+    dst = out / f"src-{commit[:10]}"
+    if not dst.exists():
+        tmp = out / f".src-{commit[:10]}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", "HEAD"], cwd=REPO, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        for so in REPO.glob("smt_features/**/_*.so"):
+            shutil.copy2(so, tmp / so.relative_to(REPO))
+        tmp.rename(dst)
+    ENV["PYTHONPATH"] = str(dst) + (os.pathsep + ENV["PYTHONPATH"] if ENV.get("PYTHONPATH") else "")
+    return commit
 
 
 def load() -> str:
@@ -47,7 +74,7 @@ def run_tune(a: argparse.Namespace, impl: str, work: Path) -> dict[str, object]:
     cmd = tune_command(a, impl, work)
     before = load()
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
     wall = time.perf_counter() - t0
     (work.parent / f"{work.name}.log").write_text(proc.stdout, encoding="utf-8")
     if proc.returncode != 0:
@@ -125,9 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tune-flags", default="", help="more smt-tune flags (one string)")
     p.add_argument("--moses-dir", default="", help="a Moses build to run mert-moses.pl from (after the smt-tune runs)")
     p.add_argument("--moses-flags", default="", help="more mert-moses.pl flags (one string)")
+    p.add_argument("--snapshot", action="store_true", help="run smt-tune from a copy of HEAD (see above)")
     a = p.parse_args(argv)
     out = Path(a.work)
     out.mkdir(parents=True, exist_ok=True)
+    commit = snapshot(out) if a.snapshot else None
     impls = [x for x in a.order.split(",") if x]
     runs: list[dict[str, object]] = []
     for rep in range(a.reps):
@@ -153,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         for impl in ("auto", "reference"):
             if impl in by_impl:
                 ratios[f"{impl} / Moses wall"] = round(by_impl[impl] / by_impl["moses"], 3)
-    result = {"argv": sys.argv[1:] if argv is None else argv, "runs": runs, "same_weights": same, "ratios": ratios}
+    result = {"argv": sys.argv[1:] if argv is None else argv, "commit": commit, "runs": runs, "same_weights": same,
+              "ratios": ratios}
     (out / "tune_speed.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     table = markdown(runs, same) + "".join(f"\n{k}: {v}" for k, v in ratios.items()) + "\n"
     (out / "tune_speed.md").write_text(table, encoding="utf-8")

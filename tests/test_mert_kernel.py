@@ -193,3 +193,14 @@ def test_lines_that_the_lift_makes_equal():
         for k in range(2):
             ref = line_search(arrays, a, feats[:, k], order=arrays.coordinate_order(k))
             same_result(ref, fast.coordinate_search(a, k))
+
+
+def test_optimisers_run_blas_on_one_thread():
+    """OpenBLAS's threaded gemv rounds some rows differently: the optimisers' products run on one thread."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from smt_features.tune.blas import single_blas_thread
+
+    np.ones((3, 3)) @ np.ones(3)  # BLAS loaded
+    with single_blas_thread():
+        blas = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+        assert blas and all(i["num_threads"] == 1 for i in blas)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smt_features.tune.blas import single_blas_thread
 from smt_features.tune.bleu_stats import ORDER
 from smt_features.tune.pool import NBestPool, PoolArrays, optimizer_inputs
 
@@ -80,6 +81,12 @@ def background_bleu(stats: np.ndarray, bg: np.ndarray) -> np.ndarray:
 def kbmira(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: KbMiraOptions | None = None, *,
            feature_names: Sequence[str] | None = None) -> KbMiraResult:
     """Batch MIRA over the pool from ``init_weights`` (see the module docstring)."""
+    with single_blas_thread():
+        return _kbmira(pool, init_weights, options, feature_names=feature_names)
+
+
+def _kbmira(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: KbMiraOptions | None = None, *,
+            feature_names: Sequence[str] | None = None) -> KbMiraResult:
     opts = options or KbMiraOptions()
     t0 = time.perf_counter()
     arrays, _, w, fixed = optimizer_inputs(pool, init_weights, opts.fixed, feature_names)

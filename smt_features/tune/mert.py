@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from smt_features.model.weights import value_indices
+from smt_features.tune.blas import single_blas_thread
 from smt_features.tune.envelope import INF, line_search
 from smt_features.tune.kernel import CompiledLineSearch, compiled_line_search
 from smt_features.tune.pool import NBestPool, PoolArrays
@@ -119,7 +120,8 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
     # feature has a non-zero weight, which then sets the scale (a feature fixed at 0 stays 0 under scaling)
     scale_free = not any(w0[i] != 0.0 for i in fixed)
     rescale = opts.normalise and scale_free and not opts.clip_to_ranges
-    init_bleu = arrays.bleu(w0)
+    with single_blas_thread():
+        init_bleu = arrays.bleu(w0)
     rng = np.random.default_rng(opts.seed)
     starts = [w0]
     for extra in extra_starts:
@@ -134,14 +136,16 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
         starts.append(w)
     climb = _Climb(arrays, opts, free, lo_b, hi_b, rescale, rng, compiled_line_search(arrays, opts.kernel))
     workers = max(1, opts.workers) if opts.random_directions == 0 else 1  # random directions share one rng
-    climbed = _climb_all(climb, starts, workers, opts.progress)
+    with single_blas_thread():
+        climbed = _climb_all(climb, starts, workers, opts.progress)
     results = [(score, point) for score, point, _ in climbed]
     n_ls = sum(n for _, _, n in climbed)
     best_i = max(range(len(results)), key=lambda i: (results[i][0], -i))
     score, point = results[best_i]
     if opts.normalise and scale_free:
         point = normalise_l1(point)
-        score = arrays.bleu(point)
+        with single_blas_thread():
+            score = arrays.bleu(point)
     return MertResult(point, score, names, init_bleu, [r[0] for r in results], best_i, n_ls,
                       time.perf_counter() - t0)
 

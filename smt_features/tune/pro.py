@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smt_features.tune.blas import single_blas_thread
 from smt_features.tune.bleu_stats import ORDER
 from smt_features.tune.mert import normalise_l1
 from smt_features.tune.pool import NBestPool, PoolArrays, optimizer_inputs
@@ -161,6 +162,12 @@ def logistic_regression(x: np.ndarray, y: np.ndarray, max_iterations: int = 30, 
 def pro(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: ProOptions | None = None, *,
         feature_names: Sequence[str] | None = None) -> ProResult:
     """PRO over the pool, interpolated with ``init_weights`` (see the module docstring)."""
+    with single_blas_thread():
+        return _pro(pool, init_weights, options, feature_names=feature_names)
+
+
+def _pro(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: ProOptions | None = None, *,
+         feature_names: Sequence[str] | None = None) -> ProResult:
     opts = options or ProOptions()
     t0 = time.perf_counter()
     arrays, _, w0, fixed = optimizer_inputs(pool, init_weights, opts.fixed, feature_names)

@@ -24,7 +24,8 @@
 namespace {
 
 using mertk::NUM_STATS;
-using mertk::PlanRow;
+using mertk::Plan;
+using mertk::PlanBytes;
 // ------------------------------------------------------------------ buffers
 
 struct Buf {
@@ -93,7 +94,7 @@ PyObject *py_sweep(PyObject *, PyObject *args) {
       !stats.Get(ost, 'd', "stats"))
     return nullptr;
   const int64_t n = a.Len();
-  if (plan.Len() != n * (int64_t)sizeof(PlanRow) || stats.Len() != n * NUM_STATS) {
+  if ((std::size_t)plan.Len() != PlanBytes(n, offsets.Len() - 1) || stats.Len() != n * NUM_STATS) {
     PyErr_SetString(PyExc_ValueError, "a, plan and stats (n x 9) must have the same number of rows");
     return nullptr;
   }
@@ -102,8 +103,8 @@ PyObject *py_sweep(PyObject *, PyObject *args) {
   int failed = 0;
   Py_BEGIN_ALLOW_THREADS;
   try {
-    Sweep(W, a.D(), static_cast<const PlanRow *>(plan.view.buf), offsets.I(), offsets.Len() - 1, stats.D(), lo, hi,
-          min_interval, margin, out);
+    Sweep(W, a.D(), Plan(plan.view.buf, n), offsets.I(), offsets.Len() - 1, stats.D(), lo, hi, min_interval, margin,
+          out);
   } catch (const std::invalid_argument &) {
     failed = 1;
   } catch (...) {
@@ -119,20 +120,27 @@ PyObject *py_sweep(PyObject *, PyObject *args) {
                        ToBytes(out.idx), ToBytes(out.cum), ToBytes(out.cl), ToBytes(out.cr));
 }
 
-// the plan of rows sorted by (sentence, slope)
-void FillPlan(const int64_t *order, const double *bv, const int64_t *off, int64_t S, std::vector<PlanRow> &plan) {
+// the plan (sweep.hh) of each sentence's rows in `order` (sorted by slope)
+void FillPlan(const int64_t *order, const double *bv, const int64_t *off, int64_t S, std::vector<char> &buf) {
+  const int64_t N = off[S];
+  buf.assign(PlanBytes(N, S), 0);
+  const Plan view(buf.data(), N);
+  int32_t *row = const_cast<int32_t *>(view.row);
+  double *b = const_cast<double *>(view.b);
+  uint32_t *group = const_cast<uint32_t *>(view.group);
+  int64_t *groups = const_cast<int64_t *>(view.groups);
   for (int64_t s = 0; s < S; ++s) {
     int64_t start = off[s];
+    groups[s] = 0;
     for (int64_t i = off[s]; i < off[s + 1]; ++i) {
-      PlanRow &p = plan[i];
-      p.b = bv[order[i]];
-      p.row = (int32_t)order[i];
-      p.group = 0;
-      if (i > off[s] && p.b == plan[i - 1].b) {
-        ++plan[start].group;
+      row[i] = (int32_t)order[i];
+      b[i] = bv[order[i]];
+      if (i > off[s] && b[i] == b[i - 1]) {
+        ++group[start];
       } else {
         start = i;
-        p.group = 1;
+        group[i] = 1;
+        ++groups[s];
       }
     }
   }
@@ -155,7 +163,7 @@ PyObject *py_sort_rows(PyObject *, PyObject *args) {
   const int64_t n = b.Len();
   if (!CheckOffsets(offsets, n) || !CheckRows(n)) return nullptr;
   std::vector<int64_t> order(n);
-  std::vector<PlanRow> plan(n);
+  std::vector<char> plan;
   const double *bv = b.D();
   const int64_t *off = offsets.I();
   const int64_t S = offsets.Len() - 1;

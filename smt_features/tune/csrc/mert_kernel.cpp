@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "sweep.hh"
@@ -168,11 +169,15 @@ PyObject *py_sort_rows(PyObject *, PyObject *args) {
   const int64_t *off = offsets.I();
   const int64_t S = offsets.Len() - 1;
   Py_BEGIN_ALLOW_THREADS;
-  for (int64_t i = 0; i < n; ++i) order[i] = i;
-  for (int64_t s = 0; s < S; ++s)
-    std::sort(order.begin() + off[s], order.begin() + off[s + 1], [bv](int64_t x, int64_t y) {
-      return bv[x] < bv[y] || (!(bv[y] < bv[x]) && x < y);
+  std::vector<std::pair<double, int64_t>> keyed;  // one sentence's (slope, row), sorted in place
+  for (int64_t s = 0; s < S; ++s) {
+    keyed.clear();
+    for (int64_t i = off[s]; i < off[s + 1]; ++i) keyed.emplace_back(bv[i], i);
+    std::sort(keyed.begin(), keyed.end(), [](const std::pair<double, int64_t> &x, const std::pair<double, int64_t> &y) {
+      return x.first < y.first || (!(y.first < x.first) && x.second < y.second);
     });
+    for (std::size_t j = 0; j < keyed.size(); ++j) order[off[s] + (int64_t)j] = keyed[j].second;
+  }
   FillPlan(order.data(), bv, off, S, plan);
   Py_END_ALLOW_THREADS;
   return ToBytes(plan);

@@ -11,14 +11,19 @@ beside it). Conditions:
 * ``before`` — what the decoder did before lazy loading: the binary read at start by both copies (the Python
   ``kenlm`` model and the compiled core: ``--lm-load populate``) and the per-word bounds parsed from the
   ARPA file (no ``X.ubounds``); needs ``X.arpa``;
-* ``populate`` — read at start, bounds from ``X.ubounds``;
+* ``read`` — read into allocated memory at start (``--lm-load read``), bounds from ``X.ubounds``;
+* ``populate`` — mapped and read at start (``MAP_POPULATE``), bounds from ``X.ubounds``;
 * ``lazy`` — mapped, pages read as touched (the default), bounds from ``X.ubounds``.
 
 Stages, as ``benchmarks/scaling.py`` runs them: ``decode`` = ``smt-decode`` of the first ``--lines`` input
 sentences (start-up included); ``tune`` = ``smt-tune``, 1 iteration, 20-best, 2 restarts, on the first
 ``--lines`` dev sentences. Each run is under ``/usr/bin/time -v`` (peak RSS of the largest process) with
-the decoder's own load time and sentences/s from ``--stats-json``. Every LM file is read once first (a warm
-page cache for every condition); runs alternate (``--reps``): LM × condition in the same order each rep.
+the decoder's own load time and sentences/s from ``--stats-json``; PSS and anonymous memory are sampled
+from ``/proc/PID/smaps_rollup`` every 0.2 s (a mapped file's pages are page cache, shared: RSS counts them
+once per mapping, PSS splits them). Every LM file is read once first (a warm
+page cache for every condition), or, with ``--cold``, every LM file is dropped from the page cache before
+each run (``posix_fadvise(DONTNEED)``: start-up then includes reading from disk); runs alternate
+(``--reps``): LM × condition in the same order each rep.
 Writes ``OUT/lm_loading.json`` and ``OUT/lm_loading.md``.
 """
 from __future__ import annotations
@@ -34,7 +39,7 @@ import time
 from pathlib import Path
 
 VENV_BIN = Path(sys.executable).parent
-CONDITIONS = ("before", "populate", "lazy")
+CONDITIONS = ("before", "read", "populate", "lazy")
 
 
 def model_dir(work: Path, lm: Path, cond: str) -> Path | None:
@@ -63,16 +68,68 @@ def write_ini(base: str, lm_path: Path, out: Path) -> Path:
     return out
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _sample(pid: int, peaks: dict[str, float]) -> None:
+    """Largest Rss / Pss / Anonymous (MiB, /proc/PID/smaps_rollup) of any process of the tree so far."""
+    for p in _tree(pid):
+        try:
+            text = Path(f"/proc/{p}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for key in ("Rss", "Pss", "Anonymous"):
+            m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
+            if m:
+                peaks[key] = max(peaks.get(key, 0.0), int(m.group(1)) / 1024)
+
+
 def timed(cmd: list[str], log: Path) -> dict[str, float]:
-    """Run ``cmd`` under /usr/bin/time -v: wall seconds and peak RSS (MiB) of its largest process."""
+    """Run ``cmd`` under /usr/bin/time -v: wall seconds, peak RSS (MiB) of its largest process, and, sampled
+    every 0.2 s from /proc, the largest process's peak PSS (shared pages split between their mappings)
+    and anonymous memory (not file-backed: what the process holds itself)."""
     t0 = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(["/usr/bin/time", "-v", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peaks: dict[str, float] = {}
+    while proc.poll() is None:
+        _sample(proc.pid, peaks)
+        time.sleep(0.2)
+    out = proc.stdout.read() if proc.stdout else ""
     wall = time.perf_counter() - t0
-    log.write_text(" ".join(shlex.quote(c) for c in cmd) + "\n" + proc.stdout, encoding="utf-8")
+    log.write_text(" ".join(shlex.quote(c) for c in cmd) + "\n" + out, encoding="utf-8")
     if proc.returncode != 0:
         raise SystemExit(f"lm_loading: failed (exit {proc.returncode}); see {log}")
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stdout)
-    return {"wall_s": round(wall, 2), "max_rss_mib": round(int(rss.group(1)) / 1024, 1) if rss else float("nan")}
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out)
+    return {"wall_s": round(wall, 2), "max_rss_mib": round(int(rss.group(1)) / 1024, 1) if rss else float("nan"),
+            "peak_pss_mib": round(peaks.get("Pss", float("nan")), 1),
+            "peak_anon_mib": round(peaks.get("Anonymous", float("nan")), 1)}
+
+
+def drop_cache(lms: list[Path]) -> None:
+    """Evict the LM files (binary, ARPA, bounds) from the page cache."""
+    for lm in lms:
+        for f in (lm, lm.with_suffix(".arpa"), lm.with_suffix(".ubounds")):
+            if f.is_file():
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
 
 
 def head(src: str, dst: Path, n: int) -> Path:
@@ -86,7 +143,7 @@ def run_one(a: argparse.Namespace, work: Path, lm: Path, cond: str, stage: str, 
     if d is None:
         return None
     ini = write_ini(a.moses_ini, d / "model.binary", d / "moses.ini")
-    load = "lazy" if cond == "lazy" else "populate"
+    load = {"before": "populate"}.get(cond, cond)
     run = d / f"{stage}.{rep}"
     run.mkdir(exist_ok=True)
     if stage == "decode":
@@ -113,14 +170,14 @@ def run_one(a: argparse.Namespace, work: Path, lm: Path, cond: str, stage: str, 
 def markdown(rows: list[dict[str, object]]) -> str:
     keys = sorted({(r["stage"], r["lm_mb"], r["condition"]) for r in rows},
                   key=lambda k: (k[0], k[1], CONDITIONS.index(str(k[2]))))
-    out = ["| stage | LM binary MB | condition | start-up s | peak RSS MiB | wall s | decode sent/s | runs |",
-           "|---|---:|---|---:|---:|---:|---:|---:|"]
+    out = ["| stage | LM binary MB | condition | start-up s | peak RSS MiB | peak PSS MiB | peak anonymous MiB | "
+           "wall s | decode sent/s | runs |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for stage, mb, cond in keys:
         rs = [r for r in rows if (r["stage"], r["lm_mb"], r["condition"]) == (stage, mb, cond)]
         med = lambda k: sorted(float(r[k]) for r in rs)[len(rs) // 2]  # noqa: E731
         sps = f"{med('sent_per_s'):.2f}" if stage == "decode" else ""
         out.append(f"| {stage} | {mb} | {cond} | {med('load_s'):.2f} | {med('max_rss_mib'):.0f} | "
-                   f"{med('wall_s'):.1f} | {sps} | {len(rs)} |")
+                   f"{med('peak_pss_mib'):.0f} | {med('peak_anon_mib'):.0f} | {med('wall_s'):.1f} | {sps} | {len(rs)} |")
     return "\n".join(out) + "\n\n(medians over the runs)\n"
 
 
@@ -137,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--conditions", default=",".join(CONDITIONS))
     p.add_argument("--stages", default="decode,tune")
+    p.add_argument("--cold", action="store_true", help="drop the LM files from the page cache before every run")
     a = p.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -148,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         head(a.dev_src, work / "dev.en", a.lines)
         head(a.dev_ref, work / "dev.fr", a.lines)
     lms = [Path(x) for x in a.lms]
-    for lm in lms:  # a warm page cache for every condition
+    for lm in lms if not a.cold else []:  # a warm page cache for every condition
         for f in (lm, lm.with_suffix(".arpa"), lm.with_suffix(".ubounds")):
             if f.is_file():
                 subprocess.run(["cat", str(f)], stdout=subprocess.DEVNULL, check=True)
@@ -157,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         for stage in stages:
             for lm in lms:
                 for cond in [c for c in a.conditions.split(",") if c]:
+                    if a.cold:
+                        drop_cache(lms)
                     r = run_one(a, work, lm, cond, stage, rep)
                     if r is not None:
                         rows.append(r)

@@ -60,6 +60,11 @@ fi
 if [ -f third_party/build_search.sh ]; then
   bash third_party/build_search.sh || echo "WARNING: compiled search core not built (see above); smt-decode will use its Python search" >&2
 fi
+# MERT's compiled line search (smt-tune; identical weights, several times faster); without it MERT
+# runs the numpy line search it reproduces, so a failed build warns instead of stopping the set-up
+if [ -f third_party/build_mert.sh ]; then
+  bash third_party/build_mert.sh || echo "WARNING: compiled MERT kernel not built (see above); smt-tune will use the numpy line search" >&2
+fi
 # Debian's Chromium and its WebDriver for the browser tests (smt-serve's web page, the report's screenshot): the
 # tests start /usr/bin/chromium through chromedriver with selenium (the dev extra); nothing is downloaded when they
 # run. Root and apt-get install them (skipped when both are there); without them the tests skip, and fail under CI.

@@ -294,3 +294,24 @@ def test_line_search_on_large_pool_is_fast():
     for _ in range(5):
         line_search(arrays, a, feats[:, 0], order=order)
     assert (time.perf_counter() - t) / 5 < 0.5  # ~10 ms on an idle core; generous for a loaded machine
+
+
+def test_pool_arrays_built_in_steps_equal_arrays_built_at_once():
+    """arrays() merges the candidates added since its last call after each sentence's earlier ones."""
+    rng = random.Random(4)
+    refs = [" ".join(_random_sentence(rng)) for _ in range(6)]
+    batches = [[(rng.randrange(6), " ".join(_random_sentence(rng)), [rng.random(), float(rng.randrange(3))])
+                for _ in range(25)] for _ in range(4)]
+    stepwise, at_once = NBestPool(refs), NBestPool(refs)
+    for batch in batches:
+        for s, h, f in batch:
+            stepwise.add(s, h, f)
+            at_once.add(s, h, f)
+        for s in range(6):  # every sentence needs a candidate before arrays()
+            stepwise.add(s, "w0", [0.0, 0.0])
+            at_once.add(s, "w0", [0.0, 0.0])
+        stepwise.arrays()
+    a, b = stepwise.arrays(), at_once.arrays()
+    assert np.array_equal(a.features, b.features) and np.array_equal(a.stats, b.stats)
+    assert np.array_equal(a.sent, b.sent) and np.array_equal(a.offsets, b.offsets)
+    assert stepwise.hypotheses(range(len(a.sent))) == at_once.hypotheses(range(len(b.sent)))

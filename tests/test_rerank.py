@@ -206,12 +206,20 @@ def test_every_optimizer_finds_the_useful_feature(tmp_path: Path, optimizer: str
                         str(w), "--one-best", str(one), "--optimizer", optimizer, "--seed", "3"]) == 0
     assert Weights.read(w)["GOOD0"][0] > 0 and one.read_text().splitlines() == ref.read_text().splitlines()
     assert f"({ {'mert': 'MERT', 'kbmira': 'kbMIRA', 'pro': 'PRO'}[optimizer] }, seed 3)" in w.read_text()
+    # the reference code of the optimiser writes the same weights
+    w_ref = tmp_path / "w_ref"
+    assert rerank_main(["--nbest", str(nb), "--tune", "--ref", str(ref), "--weights", str(init), "--weights-out",
+                        str(w_ref), "--optimizer", optimizer, "--seed", "3", "--optimizer-impl", "reference"]) == 0
+    assert w_ref.read_bytes() == w.read_bytes()
 
 
 def test_unknown_optimizer_is_refused(tmp_path: Path, capsys) -> None:
     nb, ref = _synthetic(tmp_path)
     assert refused(capsys, "--optimizer must be one of mert, kbmira, pro", rerank_main(
         ["--nbest", str(nb), "--tune", "--ref", str(ref), "--weights-out", str(tmp_path / "w"), "--optimizer", "sgd"]))
+    assert refused(capsys, "--optimizer-impl must be one of auto, compiled, reference", rerank_main(
+        ["--nbest", str(nb), "--tune", "--ref", str(ref), "--weights-out", str(tmp_path / "w"), "--optimizer-impl",
+         "gpu"]))
     assert not (tmp_path / "w").exists()
 
 

@@ -140,3 +140,63 @@ def test_a_run_without_seed_resumes_with_seed_one(tune_setup):
                              + ["--seed", "1"]) == 0
     assert cli_tune.cli_main(_args_without_seed(root, "r", "--max-iterations", "3", "--resume")
                              + ["--seed", "2"]) == 2  # another seed: refused
+
+
+# ----------------------------------------------------------------------------- fast code = reference code
+
+def _real_pool_or_synthetic():
+    from test_mert_kernel import random_pool, real_pool
+
+    return [real_pool()[0], random_pool(5, n_sent=40, dim=5), _synthetic_pool(sentences=30, k=7, seed=3)]
+
+
+@pytest.mark.parametrize("model_bg", [False, True])
+def test_kbmira_fast_loop_gives_the_reference_numbers(model_bg):
+    for arrays in _real_pool_or_synthetic():
+        dim = arrays.features.shape[1]
+        init = np.random.default_rng(dim).normal(size=dim)
+        for seed, fixed in ((1, ()), (2, (1,))):
+            opts = dict(seed=seed, passes=8, model_bg=model_bg, fixed=fixed)
+            ref = kbmira(arrays, init, KbMiraOptions(impl="reference", **opts))
+            fast = kbmira(arrays, init, KbMiraOptions(impl="fast", **opts))
+            assert np.array_equal(ref.weights, fast.weights)
+            assert (ref.epoch_bleus, ref.updates, ref.best_epoch, ref.bleu) == \
+                (fast.epoch_bleus, fast.updates, fast.best_epoch, fast.bleu)
+
+
+def test_pro_vectorised_sampling_gives_the_reference_pairs():
+    from smt_features.tune.pro import sample_pairs, sample_pairs_reference
+
+    for arrays in _real_pool_or_synthetic():
+        for opts in (ProOptions(seed=4), ProOptions(seed=5, samples=300, keep=300), ProOptions(seed=6, keep=7),
+                     ProOptions(seed=7, samples=40, keep=60, min_diff=0.2), ProOptions(seed=8, min_diff=2.0)):
+            x1, y1 = sample_pairs_reference(arrays, opts, np.random.default_rng(opts.seed))
+            x2, y2 = sample_pairs(arrays, opts, np.random.default_rng(opts.seed))
+            assert np.array_equal(x1, x2) and np.array_equal(y1, y2)
+        dim = arrays.features.shape[1]
+        init = np.full(dim, 1.0 / dim)
+        ref = pro(arrays, init, ProOptions(seed=3, impl="reference"))
+        fast = pro(arrays, init, ProOptions(seed=3))
+        assert np.array_equal(ref.weights, fast.weights) and ref.pairs == fast.pairs
+
+
+@pytest.mark.parametrize("optimizer", ["mert", "kbmira", "pro"])
+def test_tune_optimizer_impl_reference_gives_the_same_run(tune_setup, optimizer):
+    root = tune_setup
+    runs = {}
+    for impl in ("auto", "reference"):
+        assert cli_tune.cli_main(_tune_args(root, f"{optimizer}-{impl}", "--max-iterations", "3", "--optimizer",
+                                            optimizer, "--optimizer-impl", impl)) == 0
+        runs[impl] = _state(root, f"{optimizer}-{impl}")
+        rec = runs[impl]["iterations"][0]
+        assert rec["decode"]["read_seconds"] >= 0 and rec[optimizer]["seconds"] >= 0
+    assert runs["auto"]["final"]["weights"] == runs["reference"]["final"]["weights"]
+    assert [r[optimizer]["weights"] for r in runs["auto"]["iterations"] if optimizer in r] == \
+        [r[optimizer]["weights"] for r in runs["reference"]["iterations"] if optimizer in r]
+    assert (root / f"{optimizer}-auto" / "moses.tuned.ini").read_bytes() == \
+        (root / f"{optimizer}-reference" / "moses.tuned.ini").read_bytes()
+
+
+def test_tune_refuses_an_unknown_optimizer_impl(tune_setup, capsys):
+    assert cli_tune.cli_main(_tune_args(tune_setup, "y", "--optimizer-impl", "numba")) == 2
+    assert "--optimizer-impl must be one of auto, compiled, reference" in capsys.readouterr().err

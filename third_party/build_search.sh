@@ -52,7 +52,7 @@ fi
 # ---------------------------------------------------------------- up to date?
 SOURCES=("$CSRC"/*.cpp "$CSRC"/*.hh "$HERE/build_search.sh" "$LIB_DIR/libkenlm.a" "$LIB_DIR/libkenlm_util.a")
 imports_ok() {
-  (cd "$REPO" && "$PY" -c 'import smt_features.decode._search as m; assert m.ABI_VERSION == 2' >/dev/null 2>&1)
+  (cd "$REPO" && "$PY" -c 'import smt_features.decode._search as m; assert m.ABI_VERSION == 3' >/dev/null 2>&1)
 }
 if [[ "${FORCE:-0}" != 1 && -f "$OUT" ]]; then
   stale=0
@@ -106,7 +106,7 @@ loader = importlib.machinery.ExtensionFileLoader("smt_features.decode._search", 
 spec = importlib.util.spec_from_loader("smt_features.decode._search", loader)
 mod = importlib.util.module_from_spec(spec)
 loader.exec_module(mod)
-assert mod.ABI_VERSION == 2 and mod.KENLM_MAX_ORDER > 0
+assert mod.ABI_VERSION == 3 and mod.KENLM_MAX_ORDER > 0
 EOF
 ); then
   rm -f "$OUT.check.$$"

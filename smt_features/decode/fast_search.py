@@ -39,6 +39,7 @@ from smt_features.decode.hypothesis import (
     H_ARCS, H_COV, H_SCORE, O_FID, O_FUT, O_LMW, O_LR, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult, chain,
 )
 from smt_features.model.features import LN10, DistortionFeature
+from smt_features.model.kenlm import DEFAULT_LOAD, LOAD_METHODS
 from smt_features.model.kenlm_feature import KenLMFeature
 from smt_features.model.reordering import LexicalReorderingFeature
 
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 
 BUILD_COMMAND = "bash third_party/build_search.sh"
 SEARCH_MODES = ("python", "compiled", "auto")
-ABI_VERSION = 2
+ABI_VERSION = 3
 STAT_KEYS = ("expanded", "created", "recombined", "discarded", "pruned", "lm_misses", "lm_states", "bounded",
              "abandoned")
 _FOUND, _NO_HYPOTHESIS, _EMPTY_FINALS = 0, 1, 2
@@ -125,7 +126,9 @@ class FastSearch:
         self.decoder = decoder
         self.max_words = int(ext.MAX_WORDS)
         paths = [_model_path(lm) for lm in decoder.lms]
-        self.core = ext.Core(paths, LN10)
+        # each LM loaded as its Python model was (lazily by default: the two copies map the same file)
+        methods = [LOAD_METHODS[getattr(lm.scorer, "load", DEFAULT_LOAD)] for lm in decoder.lms]
+        self.core = ext.Core(paths, LN10, methods)
         self._check_models()
         self._tables_ref = None
         self._reg: dict[int, int] = {}

@@ -12,6 +12,7 @@ from smt_features.model.features import (
     DistortionFeature, Feature, FeatureSet, PhrasePenaltyFeature, PhraseTableFeature,
     UnknownWordPenaltyFeature, WordPenaltyFeature,
 )
+from smt_features.model.kenlm import DEFAULT_LOAD
 from smt_features.model.kenlm_feature import KenLMFeature
 from smt_features.model.moses_ini import MosesIniError, check_feature_files, resolve_feature_path
 from smt_features.model.reordering import NUM_VALUES, LexicalReorderingFeature, check_type
@@ -20,13 +21,16 @@ STATELESS_TYPES = {"WordPenalty": WordPenaltyFeature, "PhrasePenalty": PhrasePen
 
 
 def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOptions | None = None,
-                  table_limit: int | None = None, lm_scorers: Mapping[str, object] | None = None) -> Decoder:
+                  table_limit: int | None = None, lm_scorers: Mapping[str, object] | None = None,
+                  lm_load: str | None = None) -> Decoder:
     """A :class:`Decoder` from a :class:`smt_features.model.moses_ini.MosesConfig`.
 
     Loads the phrase table (unless ``table`` is given) and the KenLM models
     (unless ``lm_scorers`` maps a feature name to a scorer). Search options
     come from the config's sections unless ``options`` is given;
-    ``table_limit`` overrides the feature line's ``table-limit``.
+    ``table_limit`` overrides the feature line's ``table-limit``. A KenLM binary is loaded per ``lm_load``
+    (:data:`smt_features.model.kenlm.LOAD_METHODS`), else per its feature line's ``lazyken`` (Moses's
+    option: 1 lazy, 0 populate), else lazily.
     """
     src = config.path or "<moses.ini>"
     # a missing table or LM is named at its moses.ini line, before anything is loaded
@@ -43,7 +47,7 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
             tm_lines.append(fl)
             if len(tm_lines) > 1:
                 raise MosesIniError(src, fl.line_no, "only one phrase table is supported")
-        features.append(_feature(fl, config, options, table_limit, lm_scorers or {}))
+        features.append(_feature(fl, config, options, table_limit, lm_scorers or {}, lm_load))
     if not tm_lines:
         raise MosesIniError(src, 0, "no PhraseDictionary feature")
     fs = FeatureSet(features)
@@ -68,7 +72,8 @@ def build_decoder(config, *, table: PhraseTable | None = None, options: SearchOp
     return Decoder(fs, weights, table, options)
 
 
-def _feature(fl, config, options: SearchOptions, table_limit: int | None, lm_scorers: Mapping[str, object]) -> Feature:
+def _feature(fl, config, options: SearchOptions, table_limit: int | None, lm_scorers: Mapping[str, object],
+             lm_load: str | None = None) -> Feature:
     """The feature of one ``[feature]`` line."""
     tuneable_arg = fl.get("tuneable")
     tuneable = None if tuneable_arg is None else tuneable_arg == "true"
@@ -80,10 +85,15 @@ def _feature(fl, config, options: SearchOptions, table_limit: int | None, lm_sco
     if fl.type == "KENLM":
         scorer = lm_scorers.get(fl.name)
         path = resolve_path(fl.get("path"), config)
+        lazyken = fl.get("lazyken")
+        if lazyken not in (None, "0", "1", "true", "false"):
+            raise MosesIniError(config.path or "<moses.ini>", fl.line_no,
+                                f"lazyken={lazyken}: 1 (lazy loading) or 0 (read at start)")
+        load = lm_load or ("populate" if lazyken in ("0", "false") else DEFAULT_LOAD)
         try:
             return KenLMFeature(scorer, name=fl.name, path=path if scorer is None else fl.get("path"),
                                 order=int(fl.get("order")) if fl.get("order") else None,
-                                tuneable=tuneable is not False, args=extra)
+                                tuneable=tuneable is not False, args=extra, load=load)
         except (OSError, RuntimeError, ValueError) as err:
             detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             raise MosesIniError(config.path or "<moses.ini>", fl.line_no,

@@ -27,6 +27,7 @@ from smt_features.decode.corpus import decode_corpus
 from smt_features.decode.decoder import Decoder
 from smt_features.decode.load import build_decoder
 from smt_features.decode.options import search_options_from_config
+from smt_features.model.kenlm import LOAD_METHODS
 from smt_features.model.moses_ini import (
     MosesConfig, apply_weight_overrides, check_feature_files, parse_weight_string, read_moses_ini,
 )
@@ -58,6 +59,9 @@ class DecodeConfig:
     search: str = C.field("auto", help="search implementation: 'python', 'compiled' (the C++ core built by "
                                        "third_party/build_search.sh; error if missing) or 'auto' (compiled "
                                        "when available); identical results")
+    lm_load: str = C.field("", help="how KenLM binaries are loaded: lazy (mapped, pages read as touched: memory "
+                                    "and start-up do not grow with the LM), populate (mapped and read at start), "
+                                    "read; default: the KENLM line's lazyken (1 lazy, 0 populate), else lazy")
     weights_override: str = C.field("", help="replace weights, e.g. 'LM0= 0.5 Distortion0= 0.1'")
     progress: bool = C.field(True, help="show a tqdm progress bar with sentences/s on stderr")
     stats_json: str = C.field("", help="write timings and counts of the run as JSON here")
@@ -81,6 +85,8 @@ def parse_decode_args(argv: Sequence[str] | None, description: str = "") -> tupl
         parser.error("--threads must be >= 1")
     if cfg.max_sentence_length < 0:
         parser.error("--max-sentence-length must be >= 0 (0 = no limit)")
+    if cfg.lm_load and cfg.lm_load not in LOAD_METHODS:
+        parser.error(f"--lm-load must be one of {', '.join(LOAD_METHODS)}, not {cfg.lm_load!r}")
     return cfg, nbest_spec(cfg.n_best_list, parser)
 
 
@@ -133,7 +139,7 @@ def load_decoder(cfg: DecodeConfig, ini: MosesConfig | None = None) -> Decoder:
         ini, stack_size=cfg.stack, distortion_limit=cfg.distortion_limit, beam_threshold=cfg.beam_threshold,
         early_discarding_threshold=cfg.early_discarding_threshold, max_phrase_length=cfg.max_phrase_length,
         search=cfg.search)
-    return build_decoder(ini, options=options, table_limit=cfg.table_limit)
+    return build_decoder(ini, options=options, table_limit=cfg.table_limit, lm_load=cfg.lm_load or None)
 
 
 def run(cfg: DecodeConfig, nbest: tuple[str, int, bool] | None = None) -> dict:

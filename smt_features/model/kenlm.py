@@ -34,23 +34,38 @@ class TokenScore(NamedTuple):
     is_oov: bool        # the token was scored as <unk>
 
 
+#: how a KenLM binary is brought into memory (``load=``; KenLM's ``util::LoadMethod``, the same numbers in its
+#: C++ API): ``lazy`` maps the file and reads pages as they are touched (memory and start-up do not grow
+#: with the file; the default), ``populate`` maps it and reads it all at once (``MAP_POPULATE``; KenLM's and
+#: Moses's default), ``read`` reads it into allocated memory. An ARPA file is always parsed into memory.
+LOAD_METHODS = {"lazy": 0, "populate": 2, "read": 3}
+DEFAULT_LOAD = "lazy"
+
+
 class KenLMScorer:
     """Natural-log queries of an ARPA or KenLM binary model through the ``kenlm`` module.
 
     ``map_unk`` rewrites the token ``<unk>`` before lookup; it must match what
     the model was estimated with (see the module docstring). A model that was
     not estimated with the rewrite scores the rewritten word as OOV, which is
-    what it would have done with ``<unk>`` anyway.
+    what it would have done with ``<unk>`` anyway. ``load``: one of
+    :data:`LOAD_METHODS` (a binary model's loading; queries score the same).
     """
 
-    def __init__(self, path: str | Path, map_unk: str | None = DEFAULT_MAP_UNK):
+    def __init__(self, path: str | Path, map_unk: str | None = DEFAULT_MAP_UNK, load: str = DEFAULT_LOAD):
         import kenlm  # imported here so importing this module needs no compiled extension
 
         check_map_unk(map_unk)
+        if load not in LOAD_METHODS:
+            raise ValueError(f"KenLM load method must be one of {', '.join(LOAD_METHODS)}, not {load!r}")
         self.path = check_input_file(path, "KenLM model")
+        self.load = load
         self._kenlm = kenlm
+        config = kenlm.Config()
+        config.load_method = getattr(kenlm.LoadMethod, {"lazy": "LAZY", "populate": "POPULATE_OR_READ",
+                                                        "read": "READ"}[load])
         try:
-            self.model = kenlm.Model(str(self.path))
+            self.model = kenlm.Model(str(self.path), config)
         except OSError as err:  # kenlm: "Cannot read model '...' (... FormatLoadException ...)"
             detail = str(err)
             if "Cannot read model" not in detail:
@@ -119,7 +134,7 @@ class KenLMScorer:
         return kenlm_perplexity(self, lines)
 
     def __repr__(self) -> str:
-        return f"KenLMScorer({str(self.path)!r}, order={self.order}, map_unk={self.map_unk!r})"
+        return f"KenLMScorer({str(self.path)!r}, order={self.order}, map_unk={self.map_unk!r}, load={self.load!r})"
 
 
 # --------------------------------------------------------------------------- smt-kenlm eval

@@ -5,12 +5,15 @@ language-model implementation, in natural log (KenLM's log10 × ln 10).
 """
 from __future__ import annotations
 
-import gzip
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from smt_features.model.features import LN10, Feature
+from smt_features.train.kenlm_bounds import arpa_upper_bounds, bounds_path, read_bounds
+
+log = logging.getLogger(__name__)
 
 
 class KenLMFeature(Feature):
@@ -26,14 +29,15 @@ class KenLMFeature(Feature):
 
     def __init__(self, scorer: Any = None, name: str | None = "LM0", path: str | None = None,
                  order: int | None = None, tuneable: bool = True, args: Mapping[str, str] | None = None,
-                 map_unk: str | None = None, arpa_path: str | None = None) -> None:
+                 map_unk: str | None = None, arpa_path: str | None = None, load: str | None = None) -> None:
         super().__init__(name, 1, tuneable, args)
         if scorer is None:
             if path is None:
                 raise ValueError("KenLMFeature needs a scorer or a path")
-            from smt_features.model.kenlm import DEFAULT_MAP_UNK, KenLMScorer
+            from smt_features.model.kenlm import DEFAULT_LOAD, DEFAULT_MAP_UNK, KenLMScorer
 
-            scorer = KenLMScorer(path, map_unk=DEFAULT_MAP_UNK if map_unk is None else (map_unk or None))
+            scorer = KenLMScorer(path, map_unk=DEFAULT_MAP_UNK if map_unk is None else (map_unk or None),
+                                 load=load or DEFAULT_LOAD)
         self.scorer = scorer
         self.path = path if path is not None else str(getattr(scorer, "path", ""))
         self.order = order if order is not None else scorer.order
@@ -61,16 +65,24 @@ class KenLMFeature(Feature):
         return None
 
     def load_upper_bounds(self) -> bool:
-        """Read per-word upper bounds of ``ln p(w | any history)`` from the model's ARPA file.
+        """Read per-word upper bounds of ``ln p(w | any history)``: from the model's sidecar ``X.ubounds``
+        (:mod:`smt_features.train.kenlm_bounds`; a file the size of the vocabulary) when it is there and
+        not stale, else from its ARPA file (time in proportion to the ARPA file).
 
-        Returns False (bounds stay 0, i.e. ``ln p ≤ 0``) when there is no ARPA file.
+        Returns False (bounds stay 0, i.e. ``ln p ≤ 0``) when there is neither.
         """
         if self._upper is not None:
             return True
         arpa = self.find_arpa()
-        if arpa is None or not arpa.is_file():
+        arpa = arpa if arpa is not None and arpa.is_file() else None
+        got = read_bounds(bounds_path(self.path), arpa)
+        if got is None and arpa is not None:
+            got = arpa_upper_bounds(arpa)
+            log.info("%s: upper bounds read from %s; `smt-kenlm bounds --arpa %s` writes them once to %s for a "
+                     "faster start", self.name, arpa, arpa, bounds_path(self.path))
+        if got is None:
             return False
-        bounds, max_backoff = arpa_upper_bounds(arpa)
+        bounds, max_backoff = got
         slack = max(0.0, max_backoff) * max(0, self.order - 1)
         self._upper = {w: v + slack for w, v in bounds.items()}
         self._upper_default = self._upper.get("<unk>", 0.0)
@@ -152,37 +164,3 @@ class KenLMFeature(Feature):
 
     def __getstate__(self):  # KenLM models do not pickle; workers fork instead
         raise TypeError("KenLMFeature cannot be pickled; decode in forked worker processes")
-
-
-def arpa_upper_bounds(path: str | Path) -> tuple[dict[str, float], float]:
-    """Per word, the largest ``ln p`` of any n-gram ending in it; and the largest ``ln`` backoff.
-
-    With backoff weights ≤ 1 (true of modified Kneser–Ney models from
-    ``lmplz``), ``p(w | h)`` never exceeds the probability of some stored
-    n-gram ending in ``w``, so these are upper bounds over all histories.
-    """
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    best: dict[bytes, float] = {}
-    max_bo = float("-inf")
-    in_grams = False
-    with opener(path, "rb") as fh:
-        for raw in fh:
-            if raw.startswith(b"\\"):
-                in_grams = raw.rstrip().endswith(b"-grams:")
-                continue
-            if not in_grams:
-                continue
-            parts = raw.rstrip(b"\r\n").split(b"\t")
-            if len(parts) < 2:
-                continue
-            lp = float(parts[0])
-            w = parts[1].rsplit(b" ", 1)[-1]
-            if lp > best.get(w, -1e30):
-                best[w] = lp
-            if len(parts) > 2:
-                bo = float(parts[2])
-                if bo > max_bo:
-                    max_bo = bo
-    bounds = {w.decode("utf-8"): lp * LN10 for w, lp in best.items()}
-    return bounds, (max_bo * LN10 if max_bo != float("-inf") else 0.0)

@@ -192,9 +192,10 @@ def drop_features(entries: Sequence[NBestEntry], names: Sequence[str], where: st
 
 def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_sentences: int | None = None,
          init: Mapping[str, Sequence[float]] | None = None, restarts: int = 20, seed: int = 1,
-         optimizer: str = "mert") -> tuple[dict[str, list[float]], float]:
+         optimizer: str = "mert", impl: str = "auto") -> tuple[dict[str, list[float]], float]:
     """Tune all features on the list: ``optimizer`` mert (``restarts`` random starts besides ``init``), kbmira
-    or pro (:func:`smt_features.tune.optimizers.optimise_fixed_pool`); returns ``(grouped weights, BLEU %)``.
+    or pro, ``impl`` as ``--optimizer-impl`` (:func:`smt_features.tune.optimizers.optimise_fixed_pool`);
+    returns ``(grouped weights, BLEU %)``.
 
     Start: ``init`` where given, features missing from it start at 0 (if ``init`` is None, every
     feature starts at ``1/D``). BLEU: tokenized corpus BLEU in percent on the n-best list.
@@ -218,7 +219,7 @@ def tune(entries: Sequence[NBestEntry], references: Sequence[str], *, num_senten
     pool = NBestPool.from_lists([lists[i] for i in keep], [references[i] for i in keep])
     names = pool.feature_names or []
     vector, bleu = optimise_fixed_pool(pool, [init_flat[n] for n in names], optimizer, seed=seed,
-                                       restarts=restarts)
+                                       restarts=restarts, impl=impl)
     weights = {n: float(v) for n, v in zip(names, vector)}
     return Weights.from_flat(weights, layout), float(bleu)  # type: ignore[arg-type]
 

@@ -17,7 +17,7 @@ from nmt.paths import resolve_checkpoint
 from nmt.scoring import PairScorer, naming_checkpoint
 from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R
-from smt_features.tune.optimizers import OPTIMIZERS
+from smt_features.tune.optimizers import IMPLS, OPTIMIZERS
 
 
 @dataclass
@@ -44,6 +44,9 @@ class RerankConfig:
     optimizer: str = C.field("mert", help="--tune's optimiser: mert (Och; Moses mert, --restarts random starts), "
                                           "kbmira (k-best batch MIRA, Cherry & Foster 2012; Moses kbmira) or pro "
                                           "(Hopkins & May 2011)")
+    optimizer_impl: str = C.field("auto", help="the optimiser's code: auto (MERT's compiled line search when "
+                                               "built; kbMIRA's and PRO's fast loops), compiled, or reference "
+                                               "(the plain numpy code: the same weights, slower)")
     restarts: int = C.field(20, help="MERT random restarts")
     seed: int = C.field(1, help="the optimiser's random seed (MERT's starts, kbMIRA's order, PRO's samples)")
     one_best: str = C.field("", help="reranked 1-best (tokenized), one line per sentence")
@@ -117,6 +120,8 @@ def run(cfg: RerankConfig) -> dict:
         raise UsageError("--tune needs --ref")
     if cfg.optimizer not in OPTIMIZERS:
         raise UsageError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, not {cfg.optimizer!r}")
+    if cfg.optimizer_impl not in IMPLS:
+        raise UsageError(f"--optimizer-impl must be one of {', '.join(IMPLS)}, not {cfg.optimizer_impl!r}")
     if cfg.encdec and not cfg.src:
         raise UsageError("--encdec needs --src (the source sentence of each n-best id)")
     check_paths(cfg)
@@ -145,7 +150,7 @@ def run(cfg: RerankConfig) -> dict:
         if len(refs) < num:
             raise DataError(cfg.ref, len(refs) + 1, f"{len(refs)} reference line(s) for {num} sentence(s)")
         weights, bleu = R.tune(entries, refs, num_sentences=num, init=weights, restarts=cfg.restarts,
-                               seed=cfg.seed, optimizer=cfg.optimizer)
+                               seed=cfg.seed, optimizer=cfg.optimizer, impl=cfg.optimizer_impl)
         out_w = _weights_out(cfg)
         with atomic_write(out_w) as fh:
             fh.write(Weights(weights).ini_text(f"smt-rerank --tune ({OPTIMIZERS[cfg.optimizer]}, seed {cfg.seed}) on "

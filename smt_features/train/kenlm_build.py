@@ -38,6 +38,7 @@ from nmt import config as C
 from nmt.data.io import DataError, atomic_write
 from nmt.errors import UsageError, refuse_overwriting_inputs
 
+from smt_features.train.kenlm_bounds import bounds_path, write_bounds
 from smt_features.train.kenlm_text import (DEFAULT_MAP_UNK, UNK, UnkRewriter, check_input_file, check_map_unk,
                                            open_binary_text, stream_checked)
 
@@ -268,8 +269,8 @@ class KenLMTrainConfig:
     """Options of ``smt-kenlm train``."""
 
     text: str = C.field("", help="training text, one tokenized sentence per line (plain or .gz)", required=True)
-    out_prefix: str = C.field("", help="writes OUT_PREFIX.arpa, OUT_PREFIX.binary and OUT_PREFIX.config.yaml",
-                              required=True)
+    out_prefix: str = C.field("", help="writes OUT_PREFIX.arpa, OUT_PREFIX.binary, OUT_PREFIX.ubounds (the "
+                                       "decoder's per-word LM bounds) and OUT_PREFIX.config.yaml", required=True)
     order: int = C.field(5, help="n-gram order (the tools are built for at most 6)")
     memory: str = C.field("20%", help="lmplz -S: sorting memory (e.g. 20%, 2G)")
     temp_dir: str = C.field("", help="lmplz -T: folder for temporary files ('' = lmplz's default)")
@@ -281,12 +282,15 @@ class KenLMTrainConfig:
 
 
 def train_lm(cfg: KenLMTrainConfig, config_path: str | None = None) -> int:
-    """``smt-kenlm train``: text → OUT_PREFIX.arpa → OUT_PREFIX.binary, and the OUT_PREFIX.config.yaml record."""
+    """``smt-kenlm train``: text → OUT_PREFIX.arpa → OUT_PREFIX.binary, OUT_PREFIX.ubounds, and the
+    OUT_PREFIX.config.yaml record."""
     prefix = Path(cfg.out_prefix)
     arpa = prefix.with_name(prefix.name + ".arpa")
     binary = prefix.with_name(prefix.name + ".binary")
     sidecar = prefix.with_name(prefix.name + ".config.yaml")
-    written = {"--out-prefix's .arpa": arpa, "--out-prefix's .config.yaml": sidecar}
+    ubounds = bounds_path(arpa)
+    written = {"--out-prefix's .arpa": arpa, "--out-prefix's .config.yaml": sidecar,
+               "--out-prefix's .ubounds": ubounds}
     if cfg.data_structure:
         written["--out-prefix's .binary"] = binary
     refuse_overwriting_inputs(written, {"--text": cfg.text, "--config": config_path})
@@ -301,6 +305,7 @@ def train_lm(cfg: KenLMTrainConfig, config_path: str | None = None) -> int:
     if cfg.data_structure:
         build_binary(arpa, binary, cfg.data_structure)
         outputs["binary"] = str(binary)
+    outputs["ubounds"] = str(write_bounds(arpa, ubounds))
     t_all = time.perf_counter() - t0
     record = {**C.to_dict(cfg), "outputs": outputs,
               "lmplz_seconds": round(t_arpa, 2), "total_seconds": round(t_all, 2)}

@@ -171,6 +171,17 @@ def line_search(arrays: Any, a: np.ndarray, b: np.ndarray, *, order: np.ndarray 
         valid = width >= 0
         if not valid.any():
             raise ValueError(f"empty search range [{lo}, {hi}]")
+    return pick_interval(bleu, cl, cr, valid, len(g) + 1, min_interval=min_interval, edge_step=edge_step)
+
+
+def pick_interval(bleu: np.ndarray, cl: np.ndarray, cr: np.ndarray, valid: np.ndarray, num_intervals: int, *,
+                  min_interval: float, edge_step: float) -> LineSearchResult:
+    """The line search's choice among intervals ``[cl, cr]`` with corpus BLEU ``bleu`` (percent).
+
+    The best-BLEU ``valid`` interval (within 1e-9), ties to the one nearest γ = 0 (then the first);
+    γ = 0 if it lies inside, its midpoint, or its finite end ∓ ``edge_step`` when it is unbounded.
+    The compiled kernel (:mod:`smt_features.tune.kernel`) calls this on the intervals that can win.
+    """
     best = np.max(bleu[valid])
     tied = valid & (bleu >= best - 1e-9)
     dist = np.where((cl <= 0) & (cr >= 0), 0.0, np.minimum(np.abs(cl), np.abs(cr)))
@@ -188,4 +199,4 @@ def line_search(arrays: Any, a: np.ndarray, b: np.ndarray, *, order: np.ndarray 
         gamma = L + edge_step
     else:
         gamma = 0.5 * (L + R)
-    return LineSearchResult(gamma, float(bleu[k]), len(g) + 1, (L, R))
+    return LineSearchResult(gamma, float(bleu[k]), num_intervals, (L, R))

@@ -64,7 +64,7 @@ from smt_features.tune.bleu_stats import bleu_from_stats
 from smt_features.tune.decoding import decode, decoder_command, one_best_from_nbest
 from smt_features.tune.filtered import decoding_model
 from smt_features.tune.mert import mert, normalise_l1
-from smt_features.tune.optimizers import OPTIMIZERS, optimise_step, record_key
+from smt_features.tune.optimizers import IMPLS, OPTIMIZERS, optimise_step, record_key
 from smt_features.tune.options import TuneConfig, TuneResult
 from smt_features.tune.pool import NBestPool
 from smt_features.tune.start import DEFAULT_SEED, random_start, tuneable_groups
@@ -110,6 +110,8 @@ def tune(cfg: TuneConfig) -> TuneResult:
         raise UsageError(f"--weights-mode must be 'ini' or 'override', not {cfg.weights_mode!r}")
     if cfg.optimizer not in OPTIMIZERS:
         raise UsageError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, not {cfg.optimizer!r}")
+    if cfg.optimizer_impl not in IMPLS:
+        raise UsageError(f"--optimizer-impl must be one of {', '.join(IMPLS)}, not {cfg.optimizer_impl!r}")
     ranges = parse_ranges(cfg.ranges)
     work = Path(cfg.work_dir)
     state_path = work / STATE_FILE
@@ -167,13 +169,15 @@ def _tune(cfg: TuneConfig, work: Path, state_path: Path, ranges: dict[str, tuple
             raise DataError(f"{out_path}: {len(hyps)} lines for {len(refs)} dev sentences")
         dev_bleu = float(bleu_from_stats(pool.scorer.corpus_stats(hyps)))
         dev_bleus.append(dev_bleu)
+        read_seconds = time.perf_counter() - t0
         if "decode" not in rec:
             rec["decode"] = {"nbest": nbest_path.name, "seconds": round(dec_seconds, 3)}
-        rec["decode"].update({"lines": n_read, "new": n_new, "pool": len(pool), "dev_bleu": dev_bleu})
+        rec["decode"].update({"lines": n_read, "new": n_new, "pool": len(pool), "dev_bleu": dev_bleu,
+                              "read_seconds": round(read_seconds, 3)})
         state.save()
         log.info("iteration %d: dev BLEU %.2f (tokenized, decoder 1-best) | n-best %d lines, %d new, pool %d "
                  "| decode %.1f s, read %.1f s", it, dev_bleu, n_read, n_new, len(pool), dec_seconds,
-                 time.perf_counter() - t0)
+                 read_seconds)
         layout = pool.layout or []
         current = np.array(Weights(weights).to_vector(layout, where=str(nbest_path)), dtype=np.float64)
         if n_new == 0:

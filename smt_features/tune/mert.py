@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from smt_features.model.weights import value_indices
+from smt_features.tune.blas import single_blas_thread
 from smt_features.tune.envelope import INF, line_search
+from smt_features.tune.kernel import CompiledLineSearch, compiled_line_search
 from smt_features.tune.pool import NBestPool, PoolArrays
 
 
@@ -52,6 +54,7 @@ class MertOptions:
     clip_to_ranges: bool = False
     progress: bool = False
     workers: int = 1  # processes climbing the starts (the same result for any number)
+    kernel: str = "auto"  # line search: compiled kernel when built ('auto'), 'compiled' or 'python' (same result)
 
 
 @dataclass
@@ -117,7 +120,8 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
     # feature has a non-zero weight, which then sets the scale (a feature fixed at 0 stays 0 under scaling)
     scale_free = not any(w0[i] != 0.0 for i in fixed)
     rescale = opts.normalise and scale_free and not opts.clip_to_ranges
-    init_bleu = arrays.bleu(w0)
+    with single_blas_thread():
+        init_bleu = arrays.bleu(w0)
     rng = np.random.default_rng(opts.seed)
     starts = [w0]
     for extra in extra_starts:
@@ -130,16 +134,18 @@ def mert(pool: NBestPool | PoolArrays, init_weights: Sequence[float] | Mapping[s
         w = w0.copy()
         w[free] = rng.uniform(lo_b[free], hi_b[free])
         starts.append(w)
-    climb = _Climb(arrays, opts, free, lo_b, hi_b, rescale, rng)
+    climb = _Climb(arrays, opts, free, lo_b, hi_b, rescale, rng, compiled_line_search(arrays, opts.kernel))
     workers = max(1, opts.workers) if opts.random_directions == 0 else 1  # random directions share one rng
-    climbed = _climb_all(climb, starts, workers, opts.progress)
+    with single_blas_thread():
+        climbed = _climb_all(climb, starts, workers, opts.progress)
     results = [(score, point) for score, point, _ in climbed]
     n_ls = sum(n for _, _, n in climbed)
     best_i = max(range(len(results)), key=lambda i: (results[i][0], -i))
     score, point = results[best_i]
     if opts.normalise and scale_free:
         point = normalise_l1(point)
-        score = arrays.bleu(point)
+        with single_blas_thread():
+            score = arrays.bleu(point)
     return MertResult(point, score, names, init_bleu, [r[0] for r in results], best_i, n_ls,
                       time.perf_counter() - t0)
 
@@ -155,7 +161,10 @@ def _climb_all(climb: "_Climb", starts: list[np.ndarray], workers: int,
     climbed: Iterable[tuple[float, np.ndarray, int]]
     if workers > 1 and len(starts) > 1:
         for k in climb.free:  # the sort orders are cached before the fork, once for every worker
-            climb.arrays.coordinate_order(k)
+            if climb.fast is None:
+                climb.arrays.coordinate_order(k)
+            else:
+                climb.fast.plan(k)
         _CLIMB = climb
         pool = multiprocessing.get_context("fork").Pool(min(workers, len(starts)))
         climbed = pool.imap(_climb_in_worker, starts)
@@ -180,14 +189,31 @@ def _climb_in_worker(start: np.ndarray) -> tuple[float, np.ndarray, int]:
 
 
 class _Climb:
-    """One start's coordinate ascent: ``(BLEU, point, line searches)`` (see :func:`mert`)."""
+    """One start's coordinate ascent: ``(BLEU, point, line searches)`` (see :func:`mert`).
+
+    With ``fast`` (the compiled kernel) every line search and BLEU gives the same numbers as the
+    reference's; the model scores of an accepted point are also reused as the next round's
+    intercepts (the same ``features @ point`` product)."""
 
     def __init__(self, arrays: PoolArrays, opts: MertOptions, free: list[int], lo_b: np.ndarray,
-                 hi_b: np.ndarray, rescale: bool, rng: np.random.Generator):
+                 hi_b: np.ndarray, rescale: bool, rng: np.random.Generator,
+                 fast: CompiledLineSearch | None = None):
         self.arrays, self.opts, self.free, self.lo_b, self.hi_b = arrays, opts, free, lo_b, hi_b
-        self.rescale, self.rng = rescale, rng
+        self.rescale, self.rng, self.fast = rescale, rng, fast
         self.dim = arrays.features.shape[1]
         self.free_arr = np.array(free)
+        self._bufs: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _score(self, point: np.ndarray, avoid: np.ndarray | None = None) -> tuple[float, np.ndarray | None]:
+        """BLEU of the 1-bests under ``point`` and, with the kernel, the model scores ``features @ point``
+        (written into whichever of two buffers is not ``avoid``: no fresh pages for every product)."""
+        if self.fast is None:
+            return self.arrays.bleu(point), None
+        if self._bufs is None:
+            self._bufs = (np.empty(len(self.arrays.features)), np.empty(len(self.arrays.features)))
+        out = self._bufs[1] if avoid is self._bufs[0] else self._bufs[0]
+        scores = np.matmul(self.arrays.features, point, out=out)
+        return self.fast.bleu_of_scores(scores), scores
 
     def __call__(self, start: np.ndarray) -> tuple[float, np.ndarray, int]:
         arrays, opts, free, lo_b, hi_b, dim = self.arrays, self.opts, self.free, self.lo_b, self.hi_b, self.dim
@@ -195,9 +221,9 @@ class _Climb:
         point = normalise_l1(start) if self.rescale else start.copy()
         if opts.clip_to_ranges:
             point[free] = np.clip(point[free], lo_b[free], hi_b[free])
-        score = arrays.bleu(point)
+        score, scores = self._score(point)
         for _round in range(opts.max_rounds):
-            a = arrays.features @ point
+            a = arrays.features @ point if scores is None else scores
             best_score, best_point = -INF, None
             directions: list[tuple[np.ndarray, int]] = []
             for k in free:
@@ -211,22 +237,30 @@ class _Climb:
                 directions.append((d, -1))
             for d, k in directions:
                 if k >= 0:  # coordinate direction: slopes are a feature column, its sort order is cached
-                    b, order = arrays.features[:, k], arrays.coordinate_order(k)
+                    b = arrays.features[:, k]
+                    order = arrays.coordinate_order(k) if self.fast is None else None
                 else:
                     b, order = arrays.features @ d, None
                 lo, hi = -INF, INF
                 if opts.clip_to_ranges:
                     lo, hi = _gamma_bounds(point, d, lo_b, hi_b)
-                res = line_search(arrays, a, b, order=order, lo=lo, hi=hi, min_interval=opts.min_interval,
-                                  edge_step=opts.edge_step)
+                if self.fast is None:
+                    res = line_search(arrays, a, b, order=order, lo=lo, hi=hi, min_interval=opts.min_interval,
+                                      edge_step=opts.edge_step)
+                elif k >= 0:
+                    res = self.fast.coordinate_search(a, k, lo=lo, hi=hi, min_interval=opts.min_interval,
+                                                      edge_step=opts.edge_step)
+                else:
+                    res = self.fast.line_search(a, b, lo=lo, hi=hi, min_interval=opts.min_interval,
+                                                edge_step=opts.edge_step)
                 n_ls += 1
                 if res.bleu > best_score:
                     best_score, best_point = res.bleu, point + res.gamma * d
             assert best_point is not None
             new_point = normalise_l1(best_point) if self.rescale else best_point
-            new_score = arrays.bleu(new_point)  # the real score (no float drift from the sweep)
+            new_score, new_scores = self._score(new_point, avoid=scores)  # the real score (no drift from the sweep)
             if new_score - score > opts.tol:
-                point, score = new_point, new_score
+                point, score, scores = new_point, new_score, new_scores
             else:
                 if new_score > score:
                     point, score = new_point, new_score

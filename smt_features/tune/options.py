@@ -42,6 +42,10 @@ class TuneConfig:
                                           "so no iteration's decoder reads the whole table; same results")
     optimizer: str = field("mert", help="optimiser of each iteration: mert (Och, Moses mert), kbmira (k-best batch "
                                         "MIRA, Cherry & Foster 2012) or pro (Hopkins & May 2011)")
+    optimizer_impl: str = field("auto", help="the optimiser's code: auto (MERT's compiled line search when built, "
+                                             "else numpy; kbMIRA's and PRO's fast loops), compiled (error if MERT's "
+                                             "kernel is not built), reference (the plain numpy code: the same "
+                                             "weights, slower)")
     historic_interpolation: float = field(0.1, help="pro only: from iteration 4 on the weights are ψ·PRO's + (1 − ψ)·the "
                                                     "current ones (mert-moses.pl --historic-interpolation; Hopkins & "
                                                     "May 2011 §5.4.3: 0.1); 0: no interpolation")

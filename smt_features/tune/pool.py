@@ -100,6 +100,8 @@ class NBestPool:
         self._stats: list[list[np.ndarray]] = [[] for _ in range(self.num_sentences)]
         self._stats_by_hyp: list[dict[str, np.ndarray]] = [{} for _ in range(self.num_sentences)]
         self._arrays: PoolArrays | None = None
+        self._built: PoolArrays | None = None  # the arrays as last built (new candidates are merged into them)
+        self._pending: list[tuple[int, tuple[float, ...], np.ndarray]] = []
 
     @classmethod
     def from_lists(cls, nbest_lists: Sequence[Sequence[Any]], references: Sequence[str] | Sequence[Sequence[str]], *,
@@ -159,6 +161,7 @@ class NBestPool:
         self._hyps[sent_id].append(hyp)
         self._feats[sent_id].append(feats)
         self._stats[sent_id].append(stats)
+        self._pending.append((sent_id, feats, stats))
         self._arrays = None
         return True
 
@@ -197,16 +200,29 @@ class NBestPool:
         return [i for i, h in enumerate(self._hyps) if not h]
 
     def arrays(self) -> PoolArrays:
+        """The flat arrays: rows grouped by sentence, each sentence's in the order they were added. Only the
+        candidates added since the last call are converted; they are merged after each sentence's earlier
+        rows (a stable sort by sentence of the earlier rows followed by the new ones)."""
         if self._arrays is None:
             missing = self.missing_sentences()
             if missing:
                 raise ValueError(f"{len(missing)} sentence(s) have no candidates (first: {missing[:5]})")
             sizes = np.array(self.sizes(), dtype=np.int64)
             offsets = np.concatenate(([0], np.cumsum(sizes)))
-            feats = np.array([f for per in self._feats for f in per], dtype=np.float64).reshape(-1, self.num_features)
-            stats = np.array([s for per in self._stats for s in per], dtype=np.float64).reshape(-1, NUM_STATS)
             sent = np.repeat(np.arange(self.num_sentences, dtype=np.int64), sizes)
-            self._arrays = PoolArrays(feats, stats, sent, offsets)
+            new_sent = np.array([p[0] for p in self._pending], dtype=np.int64)
+            new_feats = np.array([p[1] for p in self._pending], dtype=np.float64).reshape(-1, self.num_features)
+            new_stats = np.array([p[2] for p in self._pending], dtype=np.float64).reshape(-1, NUM_STATS)
+            old = self._built
+            if old is None:
+                all_sent, feats, stats = new_sent, new_feats, new_stats
+            else:
+                all_sent = np.concatenate((old.sent, new_sent))
+                feats = np.concatenate((old.features, new_feats))
+                stats = np.concatenate((old.stats, new_stats))
+            order = np.argsort(all_sent.astype(np.uint32), kind="stable")
+            self._arrays = PoolArrays(feats[order], stats[order], sent, offsets)
+            self._built, self._pending = self._arrays, []
         return self._arrays
 
     def hypotheses(self, rows: Sequence[int]) -> list[str]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smt_features.tune.blas import single_blas_thread
 from smt_features.tune.bleu_stats import ORDER
 from smt_features.tune.mert import normalise_l1
 from smt_features.tune.pool import NBestPool, PoolArrays, optimizer_inputs
@@ -42,6 +43,7 @@ class ProOptions:
     l2: float = 1e-4
     seed: int = 1
     fixed: Sequence[str | int] = ()
+    impl: str = "fast"  # 'fast' (vectorised sampling) or 'reference' (per sentence): the same pairs
 
 
 @dataclass
@@ -64,8 +66,10 @@ def bleu_plus_one(stats: np.ndarray) -> np.ndarray:
     return np.exp(logbleu + np.minimum(brevity, 0.0))
 
 
-def sample_pairs(arrays: PoolArrays, opts: ProOptions, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """The kept pairs' feature differences ``(n, D)`` and labels ``(n,)`` (both directions)."""
+def sample_pairs_reference(arrays: PoolArrays, opts: ProOptions,
+                           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The kept pairs' feature differences ``(n, D)`` and labels ``(n,)`` (both directions), sentence by
+    sentence (the reference of :func:`sample_pairs`)."""
     bleu = bleu_plus_one(arrays.stats)
     diffs, labels = [], []
     for s in range(arrays.num_sentences):
@@ -88,6 +92,56 @@ def sample_pairs(arrays: PoolArrays, opts: ProOptions, rng: np.random.Generator)
     return np.concatenate(diffs), np.concatenate(labels)
 
 
+def sample_pairs(arrays: PoolArrays, opts: ProOptions, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sample_pairs_reference`, the same arrays: the draws are made sentence by sentence (the generator's
+    stream), everything else for all sentences at once. Per sentence the pairs that differ by more than
+    ``min_diff`` are ranked by decreasing difference, ties in draw order (the reference's stable sort), and
+    the first ``keep`` kept; rows come out as there, each sentence's pairs then their negations."""
+    bleu = bleu_plus_one(arrays.stats)
+    offsets = arrays.offsets.tolist()
+    sents = [s for s in range(arrays.num_sentences) if offsets[s + 1] - offsets[s] >= 2]
+    dim = arrays.features.shape[1]
+    if not sents:
+        return np.zeros((0, dim)), np.zeros(0)
+    a = np.empty((len(sents), opts.samples), dtype=np.int64)
+    b = np.empty_like(a)
+    for i, s in enumerate(sents):
+        a[i] = rng.integers(offsets[s], offsets[s + 1], size=opts.samples)
+        b[i] = rng.integers(offsets[s], offsets[s + 1], size=opts.samples)
+    gap = bleu[a] - bleu[b]
+    key = np.where(np.abs(gap) > opts.min_diff, -np.abs(gap), np.inf)
+    keep = min(opts.keep, opts.samples)
+    if keep < opts.samples:  # the `keep` smallest keys of each row, ties in draw order: a partition first
+        kth = np.partition(key, keep - 1, axis=1)[:, keep - 1:keep]
+        cand_row, cand_col = np.nonzero(key <= kth)
+        rank = np.lexsort((cand_col, key[cand_row, cand_col], cand_row))
+        cand_row, cand_col = cand_row[rank], cand_col[rank]
+        first = np.searchsorted(cand_row, np.arange(len(sents)))
+        pos = np.arange(len(cand_row)) - first[cand_row]
+        take = pos < keep
+        rows, cols = cand_row[take], cand_col[take]
+    else:
+        cols = np.argsort(key, axis=1, kind="stable")
+        rows = np.repeat(np.arange(len(sents)), cols.shape[1])
+        cols = cols.ravel()
+    chosen = np.isfinite(key[rows, cols])
+    rows, cols = rows[chosen], cols[chosen]
+    if len(rows) == 0:
+        return np.zeros((0, dim)), np.zeros(0)
+    d = arrays.features[a[rows, cols]] - arrays.features[b[rows, cols]]
+    y = np.sign(gap[rows, cols])
+    # per sentence: its pairs, then their negations (the reference's [d, -d] blocks)
+    counts = np.bincount(rows, minlength=len(sents))
+    starts = np.concatenate(([0], np.cumsum(2 * counts)[:-1]))
+    within = np.arange(len(rows)) - np.concatenate(([0], np.cumsum(counts)[:-1]))[rows]
+    where = starts[rows] + within
+    x = np.empty((2 * len(rows), dim))
+    labels = np.empty(2 * len(rows))
+    x[where], x[where + counts[rows]] = d, -d
+    labels[where], labels[where + counts[rows]] = y, -y
+    return x, labels
+
+
 def logistic_regression(x: np.ndarray, y: np.ndarray, max_iterations: int = 30, l2: float = 1e-4) -> np.ndarray:
     """Weights of ``P(y = +1 | x) = σ(w·x)`` (no bias, labels ±1) by Newton's method with an L2 term."""
     n, dim = x.shape
@@ -108,6 +162,12 @@ def logistic_regression(x: np.ndarray, y: np.ndarray, max_iterations: int = 30, 
 def pro(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: ProOptions | None = None, *,
         feature_names: Sequence[str] | None = None) -> ProResult:
     """PRO over the pool, interpolated with ``init_weights`` (see the module docstring)."""
+    with single_blas_thread():
+        return _pro(pool, init_weights, options, feature_names=feature_names)
+
+
+def _pro(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: ProOptions | None = None, *,
+         feature_names: Sequence[str] | None = None) -> ProResult:
     opts = options or ProOptions()
     t0 = time.perf_counter()
     arrays, _, w0, fixed = optimizer_inputs(pool, init_weights, opts.fixed, feature_names)
@@ -115,8 +175,10 @@ def pro(pool: NBestPool | PoolArrays, init_weights: Sequence[float], options: Pr
     free = np.array([i for i in range(dim) if i not in fixed], dtype=np.int64)
     if free.size == 0:
         raise ValueError("every feature is fixed: nothing to tune")
+    if opts.impl not in ("fast", "reference"):
+        raise ValueError(f"impl must be fast or reference, not {opts.impl!r}")
     rng = np.random.default_rng(opts.seed)
-    x, y = sample_pairs(arrays, opts, rng)
+    x, y = (sample_pairs_reference if opts.impl == "reference" else sample_pairs)(arrays, opts, rng)
     init_bleu = arrays.bleu(w0)
     if len(y) == 0:  # no pair differs enough: keep the weights
         return ProResult(w0, init_bleu, init_bleu, 0, time.perf_counter() - t0)

@@ -72,9 +72,11 @@ class Core {
  public:
   explicit Core(double ln10) : ln10_(ln10) {}
 
-  void AddModel(const std::string &path) {
+  // load_method: util::LoadMethod (0 lazy, 1 populate-or-lazy, 2 populate-or-read, 3 read, 4 parallel read)
+  void AddModel(const std::string &path, int load_method) {
     lm::ngram::Config config;
     config.messages = nullptr;  // no "faster if you build a binary" note, no progress bar
+    config.load_method = static_cast<util::LoadMethod>(load_method);
     std::unique_ptr<lm::base::Model> m(lm::ngram::LoadVirtual(path.c_str(), config));
     if (m->StateSize() != sizeof(LMState))
       throw std::runtime_error("unexpected KenLM state size for " + path +
@@ -848,10 +850,11 @@ PyObject *Core_new(PyTypeObject *type, PyObject *, PyObject *) {
 
 // Core(lm_paths: sequence of str, ln10: float)
 int Core_init(CoreObject *self, PyObject *args, PyObject *kwds) {
-  static const char *kwlist[] = {"lm_paths", "ln10", nullptr};
-  PyObject *paths;
+  static const char *kwlist[] = {"lm_paths", "ln10", "load_methods", nullptr};
+  PyObject *paths, *methods_obj = nullptr;
   double ln10;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "Od", const_cast<char **>(kwlist), &paths, &ln10)) return -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "Od|O", const_cast<char **>(kwlist), &paths, &ln10, &methods_obj))
+    return -1;
   PyObject *seq = PySequence_Fast(paths, "lm_paths must be a sequence of str");
   if (!seq) return -1;
   std::vector<std::string> p;
@@ -865,9 +868,25 @@ int Core_init(CoreObject *self, PyObject *args, PyObject *kwds) {
     p.emplace_back(s, (std::size_t)len);
   }
   Py_DECREF(seq);
+  std::vector<int> methods(p.size(), 2);  // KenLM's default: populate or read
+  if (methods_obj && methods_obj != Py_None) {
+    PyObject *mseq = PySequence_Fast(methods_obj, "load_methods must be a sequence of int");
+    if (!mseq) return -1;
+    bool ok = (std::size_t)PySequence_Fast_GET_SIZE(mseq) == p.size();
+    for (std::size_t i = 0; ok && i < p.size(); ++i) {
+      long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(mseq, (Py_ssize_t)i));
+      ok = !(v == -1 && PyErr_Occurred()) && v >= 0 && v <= 4;
+      methods[i] = (int)v;
+    }
+    Py_DECREF(mseq);
+    if (!ok) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "load_methods: one int in 0..4 per LM path");
+      return -1;
+    }
+  }
   try {
     std::unique_ptr<Core> core(new Core(ln10));
-    for (const std::string &path : p) core->AddModel(path);
+    for (std::size_t i = 0; i < p.size(); ++i) core->AddModel(p[i], methods[i]);
     delete self->core;
     self->core = core.release();
   } catch (...) {
@@ -1298,7 +1317,7 @@ PyMODINIT_FUNC PyInit__search(void) {
   CoreType.tp_name = "smt_features._search.Core";
   CoreType.tp_basicsize = sizeof(CoreObject);
   CoreType.tp_flags = Py_TPFLAGS_DEFAULT;
-  CoreType.tp_doc = "Core(lm_paths, ln10): KenLM models and registered translation options";
+  CoreType.tp_doc = "Core(lm_paths, ln10, load_methods=None): KenLM models and registered translation options";
   CoreType.tp_new = Core_new;
   CoreType.tp_init = (initproc)Core_init;
   CoreType.tp_dealloc = (destructor)Core_dealloc;
@@ -1310,7 +1329,7 @@ PyMODINIT_FUNC PyInit__search(void) {
   if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0 ||
       PyModule_AddIntConstant(m, "MAX_WORDS", smtsearch::MAX_WORDS) < 0 ||
       PyModule_AddIntConstant(m, "KENLM_MAX_ORDER", KENLM_MAX_ORDER) < 0 ||
-      PyModule_AddIntConstant(m, "ABI_VERSION", 2) < 0) {
+      PyModule_AddIntConstant(m, "ABI_VERSION", 3) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

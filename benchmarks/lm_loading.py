@@ -23,7 +23,8 @@ from ``/proc/PID/smaps_rollup`` every 0.2 s (a mapped file's pages are page cach
 once per mapping, PSS splits them). Every LM file is read once first (a warm
 page cache for every condition), or, with ``--cold``, every LM file is dropped from the page cache before
 each run (``posix_fadvise(DONTNEED)``: start-up then includes reading from disk); runs alternate
-(``--reps``): LM × condition in the same order each rep.
+(``--reps``): LM × condition in the same order each rep. ``--snapshot``: the commands run from a copy of
+HEAD (``benchmarks/snapshot.py``).
 Writes ``OUT/lm_loading.json`` and ``OUT/lm_loading.md``.
 """
 from __future__ import annotations
@@ -38,7 +39,10 @@ import sys
 import time
 from pathlib import Path
 
+from snapshot import snapshot
+
 VENV_BIN = Path(sys.executable).parent
+ENV = dict(os.environ)
 CONDITIONS = ("before", "read", "populate", "lazy")
 
 
@@ -104,7 +108,8 @@ def timed(cmd: list[str], log: Path) -> dict[str, float]:
     every 0.2 s from /proc, the largest process's peak PSS (shared pages split between their mappings)
     and anonymous memory (not file-backed: what the process holds itself)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(["/usr/bin/time", "-v", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(["/usr/bin/time", "-v", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=ENV)
     peaks: dict[str, float] = {}
     while proc.poll() is None:
         _sample(proc.pid, peaks)
@@ -177,7 +182,8 @@ def markdown(rows: list[dict[str, object]]) -> str:
         med = lambda k: sorted(float(r[k]) for r in rs)[len(rs) // 2]  # noqa: E731
         sps = f"{med('sent_per_s'):.2f}" if stage == "decode" else ""
         out.append(f"| {stage} | {mb} | {cond} | {med('load_s'):.2f} | {med('max_rss_mib'):.0f} | "
-                   f"{med('peak_pss_mib'):.0f} | {med('peak_anon_mib'):.0f} | {med('wall_s'):.1f} | {sps} | {len(rs)} |")
+                   f"{med('peak_pss_mib'):.0f} | {med('peak_anon_mib'):.0f} | {med('wall_s'):.1f} | {sps} | "
+                   f"{len(rs)} |")
     return "\n".join(out) + "\n\n(medians over the runs)\n"
 
 
@@ -195,9 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conditions", default=",".join(CONDITIONS))
     p.add_argument("--stages", default="decode,tune")
     p.add_argument("--cold", action="store_true", help="drop the LM files from the page cache before every run")
+    p.add_argument("--snapshot", action="store_true", help="run the commands from a copy of HEAD "
+                                                           "(benchmarks/snapshot.py)")
     a = p.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
+    commit = snapshot(work, ENV) if a.snapshot else None
     head(a.input, work / "input.txt", a.lines)
     stages = [s for s in a.stages.split(",") if s]
     if "tune" in stages:
@@ -221,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                     if r is not None:
                         rows.append(r)
                         print(json.dumps(r), flush=True)
-    (work / "lm_loading.json").write_text(json.dumps({"argv": sys.argv[1:] if argv is None else argv,
+    (work / "lm_loading.json").write_text(json.dumps({"argv": sys.argv[1:] if argv is None else argv, "commit": commit,
                                                       "runs": rows}, indent=1) + "\n", encoding="utf-8")
     table = markdown(rows)
     (work / "lm_loading.md").write_text(table, encoding="utf-8")

@@ -9,8 +9,8 @@ alternating point by point; CPU ms per line search and whether every result (γ,
 same. (2) Whole MERT runs (``--restarts`` random starts, ``--workers`` processes) with ``kernel='python'``
 and ``kernel='compiled'``, alternated ``--reps`` times: wall and CPU seconds (the workers' included) and
 whether the weights are identical. (3) kbMIRA and PRO, ``impl='reference'`` and ``'fast'``, alternated
-``--reps`` times in one process: CPU seconds and identical weights. The pool's start point: the weights of the last iteration of
-``--init-from`` (an smt-tune ``iterations.json``), else 1/D each. Machines are shared: read the ratios.
+``--reps`` times in one process: CPU seconds and identical weights. The pool's start point: the weights of
+the last iteration of ``--init-from`` (an smt-tune ``iterations.json``), else 1/D each. Machines are shared: read the ratios.
 """
 from __future__ import annotations
 

@@ -23,37 +23,15 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from snapshot import snapshot
+
 VENV_BIN = Path(sys.executable).parent
-REPO = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ)
-
-
-def snapshot(out: Path) -> str:
-    """Export HEAD into ``out/src-COMMIT`` with the built extension modules; put it first on PYTHONPATH."""
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                            check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True, check=True).stdout.strip()
-    if dirty:
-        print(f"tune_speed: note: uncommitted changes are not in the snapshot of {commit[:10]}", flush=True)
-    dst = out / f"src-{commit[:10]}"
-    if not dst.exists():
-        tmp = out / f".src-{commit[:10]}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        archive = subprocess.run(["git", "archive", "HEAD"], cwd=REPO, capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
-        for so in REPO.glob("smt_features/**/_*.so"):
-            shutil.copy2(so, tmp / so.relative_to(REPO))
-        tmp.rename(dst)
-    ENV["PYTHONPATH"] = str(dst) + (os.pathsep + ENV["PYTHONPATH"] if ENV.get("PYTHONPATH") else "")
-    return commit
 
 
 def load() -> str:
@@ -156,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     out = Path(a.work)
     out.mkdir(parents=True, exist_ok=True)
-    commit = snapshot(out) if a.snapshot else None
+    commit = snapshot(out, ENV) if a.snapshot else None
     impls = [x for x in a.order.split(",") if x]
     runs: list[dict[str, object]] = []
     for rep in range(a.reps):

@@ -164,8 +164,12 @@ def test_kbmira_fast_loop_gives_the_reference_numbers(model_bg):
                 (fast.epoch_bleus, fast.updates, fast.best_epoch, fast.bleu)
 
 
-def test_pro_vectorised_sampling_gives_the_reference_pairs():
+@pytest.mark.parametrize("chunk", [64, 7])
+def test_pro_vectorised_sampling_gives_the_reference_pairs(chunk, monkeypatch):
+    from smt_features.tune import pro as pro_module
     from smt_features.tune.pro import sample_pairs, sample_pairs_reference
+
+    monkeypatch.setattr(pro_module, "CHUNK", chunk)  # 7: sentences in several chunks, cut anywhere
 
     for arrays in _real_pool_or_synthetic():
         for opts in (ProOptions(seed=4), ProOptions(seed=5, samples=300, keep=300), ProOptions(seed=6, keep=7),

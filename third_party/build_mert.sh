@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build MERT's compiled line-search kernel (smt_features/tune/csrc/mert_kernel.cpp) into
+# Build MERT's compiled line-search kernel (smt_features/tune/csrc/mert_kernel.cpp + *.hh) into
 #   smt_features/tune/_mert_kernel<EXT_SUFFIX>   (e.g. _mert_kernel.cpython-311-x86_64-linux-gnu.so, git-ignored)
 # Plain CPython C API and the buffer protocol: no dependency beyond g++ and the Python headers.
 # Without it smt-tune runs the numpy reference of the same line search (same weights, slower).

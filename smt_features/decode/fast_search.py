@@ -29,6 +29,7 @@ sentence go to the Python search.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -117,6 +118,11 @@ def attach(decoder) -> "FastSearch | None":
     return fast
 
 
+def _probe_null(core, li: int, words) -> list[float]:
+    """log10 scores of ``words`` after the null context, by LM ``li`` of ``core``."""
+    return core.probe(li, words, False)
+
+
 class FastSearch:
     """The compiled core bound to one :class:`Decoder` (its LMs loaded again through KenLM's C++ API)."""
 
@@ -130,6 +136,9 @@ class FastSearch:
         methods = [LOAD_METHODS[getattr(lm.scorer, "load", DEFAULT_LOAD)] for lm in decoder.lms]
         self.core = ext.Core(paths, LN10, methods)
         self._check_models()
+        # the options' LM scores from the core's copy too: the Python copy (mapped lazily) is then not read
+        for li, lm in enumerate(decoder.lms):
+            lm.use_null_context_scorer(functools.partial(_probe_null, self.core, li))
         self._tables_ref = None
         self._reg: dict[int, int] = {}
         self._opts: list[tuple] = []

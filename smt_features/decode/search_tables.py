@@ -74,7 +74,7 @@ class SearchTables:
         bounded = self.options.bound_pruning
         for lm, wl, words in zip(self.lms, self.w_lms, lm_words):
             if wl:
-                fut += wl * lm.score_phrase(lm.null_state(), words)[0]
+                fut += wl * lm.null_phrase_score(words)
                 if wl > 0:  # ln p <= bound <= 0 (and ln p(</s>) <= 0), so wl * ln p <= wl * bound
                     for i, b in enumerate(lm.position_upper_bounds(words)):
                         pos_bounds[i] += wl * b

@@ -50,6 +50,35 @@ class KenLMFeature(Feature):
         self._arpa_path = arpa_path
         self._upper: dict[str, float] | None = None
         self._upper_default = 0.0
+        self._probe: Any = None  # log10 scores from the null context, by another copy of this model
+
+    def use_null_context_scorer(self, probe: Any) -> None:
+        """Score words after the null context with ``probe(words) -> [log10 p]`` (the compiled search core's
+        copy of this model, checked to score alike) instead of the Python model: a lazily mapped model
+        that is not queried keeps none of its file in memory."""
+        self._probe = probe
+
+    def null_context_log10(self, words: Sequence[str]) -> list[float]:
+        """``log10 p`` of each model-side word of ``words`` in sequence after the null context."""
+        if self._probe is not None:
+            return list(self._probe(words))
+        base = self._model.BaseScore
+        out, cur = [], self.null_state()
+        for w in words:
+            nxt = self._State()
+            out.append(base(cur, w, nxt))
+            cur = nxt
+        return out
+
+    def null_phrase_score(self, words: Sequence[str]) -> float:
+        """``ln p(words | null context)`` for model-side ``words``: :meth:`score_phrase` from the null state
+        (the same sum of log10 scores, then × ln 10)."""
+        if not words:
+            return 0.0
+        total = 0.0
+        for v in self.null_context_log10(words):
+            total += v
+        return total * LN10
 
     # -- upper bounds (used by the decoder to skip hopeless options before querying the LM)
     def find_arpa(self) -> Path | None:
@@ -103,7 +132,7 @@ class KenLMFeature(Feature):
         n_open = min(len(words), max(0, self.order - 1))
         out = [min(self.word_upper_bound(w), 0.0) for w in words[:n_open]]
         if len(words) > n_open:
-            out.extend(self.word_scores(self.null_state(), words)[n_open:])
+            out.extend(v * LN10 for v in self.null_context_log10(words)[n_open:])
         return out
 
     def phrase_upper_bound(self, words: Sequence[str]) -> float:
@@ -160,7 +189,7 @@ class KenLMFeature(Feature):
         """``ln p`` of the phrase alone, from an empty context (Moses's future-cost LM estimate)."""
         if not tgt:
             return 0.0
-        return self.score_phrase(self.null_state(), self.lm_words(tgt))[0]
+        return self.null_phrase_score(self.lm_words(tgt))
 
     def __getstate__(self):  # KenLM models do not pickle; workers fork instead
         raise TypeError("KenLMFeature cannot be pickled; decode in forked worker processes")

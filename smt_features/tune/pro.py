@@ -92,17 +92,33 @@ def sample_pairs_reference(arrays: PoolArrays, opts: ProOptions,
     return np.concatenate(diffs), np.concatenate(labels)
 
 
+#: sentences handled together by :func:`sample_pairs` (bounds its arrays: CHUNK × samples draws)
+CHUNK = 64
+
+
 def sample_pairs(arrays: PoolArrays, opts: ProOptions, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """:func:`sample_pairs_reference`, the same arrays: the draws are made sentence by sentence (the generator's
-    stream), everything else for all sentences at once. Per sentence the pairs that differ by more than
-    ``min_diff`` are ranked by decreasing difference, ties in draw order (the reference's stable sort), and
-    the first ``keep`` kept; rows come out as there, each sentence's pairs then their negations."""
+    stream), everything else for :data:`CHUNK` sentences at once. Per sentence the pairs that differ by more
+    than ``min_diff`` are ranked by decreasing difference, ties in draw order (the reference's stable sort),
+    and the first ``keep`` kept; rows come out as there, each sentence's pairs then their negations."""
     bleu = bleu_plus_one(arrays.stats)
     offsets = arrays.offsets.tolist()
     sents = [s for s in range(arrays.num_sentences) if offsets[s + 1] - offsets[s] >= 2]
     dim = arrays.features.shape[1]
-    if not sents:
+    xs, ys = [], []
+    for c in range(0, len(sents), CHUNK):
+        x, y = _chunk_pairs(arrays, bleu, offsets, sents[c:c + CHUNK], opts, rng)
+        xs.append(x)
+        ys.append(y)
+    if not xs:
         return np.zeros((0, dim)), np.zeros(0)
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _chunk_pairs(arrays: PoolArrays, bleu: np.ndarray, offsets: list[int], sents: list[int], opts: ProOptions,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The examples of the sentences ``sents`` (see :func:`sample_pairs`)."""
+    dim = arrays.features.shape[1]
     a = np.empty((len(sents), opts.samples), dtype=np.int64)
     b = np.empty_like(a)
     for i, s in enumerate(sents):

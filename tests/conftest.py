@@ -58,7 +58,7 @@ def assert_same_checkpoint(a: Path, b: Path) -> None:
     """Two checkpoints hold bit-identical training state: step, parameters, optimizer state, lr."""
     import torch
 
-    from nmt.checkpoint import load_checkpoint
+    from nmt.training.checkpoint import load_checkpoint
 
     sa, sb = load_checkpoint(a), load_checkpoint(b)
     assert sa["train_state"]["step"] == sb["train_state"]["step"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_toy_data
-from nmt.formats.phrase_table import write_phrase_table
+from nmt.core.formats.phrase_table import write_phrase_table
 from smt_features.neural.rescore import rescore_table
 from smt_features.neural.rescore_config import RescoreConfig
 
@@ -107,7 +107,7 @@ class Reference:
 
 
 def reference_scorer(model_dir: Path):
-    from nmt.model_io import load_translation_model
+    from nmt.translation.model_io import load_translation_model
 
     m = load_translation_model(model_dir, which="last")
     return Reference(m), m

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from nmt.data.io import DataError
+from nmt.core.io import DataError
 from smt_features.train import aligner as aligner_mod
 from smt_features.train.aligner import EflomalOptions, align_files, eflomal_align
 from smt_features.train.align import (

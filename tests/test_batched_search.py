@@ -11,7 +11,7 @@ import torch
 
 from nmt.data.special import BOS, EOS, PAD
 from nmt.models import gru_encdec, rnnsearch
-from nmt.search import Hypothesis, StepModel, beam_search
+from nmt.translation.search import Hypothesis, StepModel, beam_search
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 V_SRC, V_TGT = 30, 25
@@ -181,7 +181,7 @@ def test_a_model_without_attention() -> None:
 def test_nmt_translate_attention_file_and_max_tokens(tmp_path: Path, monkeypatch, capsys) -> None:
     """--attention writes one JSON line per input line (1-best rows over source + EOS); RNNenc is refused;
     --max-tokens batching leaves the output as it was."""
-    from nmt import translate as tr
+    from nmt.translation import translate as tr
     from nmt.cli.translate import cli_main
 
     class Vocab:

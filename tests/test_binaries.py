@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt.data.io import read_lines
+from nmt.core.io import read_lines
 
 BIN = Path(sys.executable).parent
 

@@ -11,14 +11,14 @@ import pytest
 import torch
 from conftest import assert_same_checkpoint, make_toy_data
 
-from nmt import checkpoint as ckpt
-from nmt.checkpoint import TRUST_ENV, load_checkpoint, save_checkpoint
+from nmt.training import checkpoint as ckpt
+from nmt.training.checkpoint import TRUST_ENV, load_checkpoint, save_checkpoint
 from nmt.cli.lm_train import cli_main as lm_train_main
 from nmt.cli.translate import cli_main as translate_main
 from nmt.cli.train import cli_main as train_main
-from nmt.errors import UsageError
-from nmt.lm_loading import load_language_model
-from nmt.model_io import load_translation_model
+from nmt.core.errors import UsageError
+from nmt.lm.loading import load_language_model
+from nmt.translation.model_io import load_translation_model
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import pytest
 
 from nmt.data import corpora
 from nmt.data.corpora import CorpusNotFound, data_root, get_split, list_corpora, list_splits
-from nmt.data.io import count_lines
+from nmt.core.io import count_lines
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 

@@ -1,4 +1,4 @@
-"""Strict readers and atomic writers of nmt.data.io."""
+"""Strict readers and atomic writers of nmt.core.io."""
 from __future__ import annotations
 
 import gzip
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt.data.io import (DataError, atomic_write, count_lines, iter_lines, iter_parallel, open_text,
+from nmt.core.io import (DataError, atomic_write, count_lines, iter_lines, iter_parallel, open_text,
                          read_lines, read_parallel, read_tsv_pairs)
 
 
@@ -127,7 +127,7 @@ def test_data_error_pickles() -> None:
 
 
 def test_remove_stale_temp_files_keeps_finished_files(tmp_path) -> None:
-    from nmt.data.io import atomic_write, remove_stale_temp_files
+    from nmt.core.io import atomic_write, remove_stale_temp_files
 
     with atomic_write(tmp_path / "done.json") as fh:
         fh.write("{}")

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.lm_train import cli_main as lm_train_main
 from nmt.cli.train import cli_main as train_main
-from nmt.distributed import rows_of, shard
+from nmt.training.distributed import rows_of, shard
 
 ROOT = Path(__file__).resolve().parents[1]
 LOSS_RTOL = 1e-5      # per-update training / dev losses (nats per token)

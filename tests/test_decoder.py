@@ -282,7 +282,7 @@ def test_featureset_weights_errors():
 def test_cli_decode_writes_output_and_nbest(tmp_path, capsys):
     from smt_features.cli.decode import cli_main
     from smt_features.model.moses_ini_build import default_config
-    from nmt.formats.nbest import read_nbest
+    from nmt.core.formats.nbest import read_nbest
 
     ini = tmp_path / "moses.ini"
     default_config(str(DATA / "toy.phrase-table"), str(DATA / "toy.arpa"), lm_order=2).write(ini)

@@ -68,7 +68,7 @@ def test_bf16_without_native_lstm_kernel_falls_back_to_fp32():
     """An AVX2-only CPU (e.g. AMD EPYC without AVX-512), emulated: ONEDNN_MAX_CPU_ISA=AVX2 removes
     oneDNN's bf16 LSTM kernel on any x86 CPU. The bf16 rows still train, with the LSTM in fp32."""
     env = {**ENV, "ONEDNN_MAX_CPU_ISA": "AVX2"}
-    probe = subprocess.run([sys.executable, "-c", "from nmt.precision import cpu_bf16_lstm_supported as s; "
+    probe = subprocess.run([sys.executable, "-c", "from nmt.training.precision import cpu_bf16_lstm_supported as s; "
                             "print(s())"], capture_output=True, text=True, env=env, timeout=120)
     assert probe.returncode == 0, probe.stderr[-3000:]
     proc = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--steps", "2", "--threads", "1", "--only",
@@ -82,7 +82,7 @@ def test_bf16_without_native_lstm_kernel_falls_back_to_fp32():
 
 
 def test_probe_does_not_touch_the_rng():
-    from nmt.precision import cpu_bf16_lstm_supported
+    from nmt.training.precision import cpu_bf16_lstm_supported
 
     cpu_bf16_lstm_supported.cache_clear()
     torch.manual_seed(5)
@@ -109,8 +109,8 @@ def test_lstm_under_bf16_autocast_runs_on_every_cpu():
 
 
 def test_amp_checks_refuse_before_work():
-    from nmt.errors import UsageError
-    from nmt.precision import amp_problem, check_amp
+    from nmt.core.errors import UsageError
+    from nmt.training.precision import amp_problem, check_amp
 
     assert amp_problem("cpu", "bf16") is None and amp_problem("cpu", "none") is None
     with pytest.raises(UsageError, match="fp16 needs a CUDA"):

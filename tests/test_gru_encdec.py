@@ -10,8 +10,8 @@ import torch
 from nmt.data.batching import pair_batch
 from nmt.models.gru_encdec import GatedUnit, GRUEncDecConfig, build_model, config_with_preset
 from nmt.scoring import PairScorer
-from nmt.search import beam_search
-from nmt.translation_data import TranslationDataConfig, TranslationTask
+from nmt.translation.search import beam_search
+from nmt.translation.data import TranslationDataConfig, TranslationTask
 
 
 def test_gated_unit_matches_equations_5_to_8() -> None:

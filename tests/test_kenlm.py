@@ -15,14 +15,14 @@ import pytest
 
 kenlm = pytest.importorskip("kenlm")
 
-from nmt.data.io import read_lines  # noqa: E402
+from nmt.core.io import read_lines  # noqa: E402
 from smt_features.cli.kenlm import cli_main  # noqa: E402
 from smt_features.model.kenlm import KenLMScorer  # noqa: E402
 from smt_features.train import kenlm_build as kenlm_lm  # noqa: E402
 from smt_features.train.kenlm_build import (KenLMError, KenLMNotFoundError, build_binary,  # noqa: E402
                                             estimate_arpa, find_kenlm_binary)
 from smt_features.train.kenlm_text import DEFAULT_MAP_UNK  # noqa: E402
-from nmt.perplexity import LN10, kenlm_perplexity, split_words  # noqa: E402
+from nmt.core.perplexity import LN10, kenlm_perplexity, split_words  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "kenlm"
 TINY = DATA / "tiny.txt"

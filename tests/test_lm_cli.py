@@ -16,19 +16,19 @@ from conftest import assert_same_checkpoint
 import torch
 import torch.nn.functional as F
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.lm_eval import cli_main as eval_main
 from nmt.cli.lm_score import cli_main as score_main
 from nmt.cli.lm_train import cli_main as train_main
 from nmt.data.special import BOS, EOS, PAD
 from nmt.data.vocab import Vocabulary
-from nmt.lm_data import LMDataConfig, encode_all, read_sentences, sentence_batches, stream_matrix
-from nmt.lm_loading import load_language_model
-from nmt.lm_task import LMTask, StreamWindow
-from nmt.lm_training import LMOptimConfig
+from nmt.lm.data import LMDataConfig, encode_all, read_sentences, sentence_batches, stream_matrix
+from nmt.lm.loading import load_language_model
+from nmt.lm.task import LMTask, StreamWindow
+from nmt.lm.training import LMOptimConfig
 from nmt.models.lm import build_lm
-from nmt.train import Trainer
-from nmt.train_config import LoopConfig, OptimConfig, TrainState, scheduled_lr
+from nmt.training.trainer import Trainer
+from nmt.training.config import LoopConfig, OptimConfig, TrainState, scheduled_lr
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(10)]

@@ -261,7 +261,7 @@ def test_fixed_features_and_ranges():
 
 
 def test_optimise_accepts_named_weights_and_nbest_entries(tmp_path):
-    from nmt.formats.nbest import read_nbest
+    from nmt.core.formats.nbest import read_nbest
 
     path = tmp_path / "n.best"
     path.write_text(NBEST_TEXT, encoding="utf-8")

@@ -7,7 +7,7 @@ from smt_features.model.moses_ini import (
     MosesIniError, apply_weight_overrides, parse_moses_ini, parse_weight_string, read_moses_ini,
 )
 from smt_features.model.moses_ini_build import default_config
-from nmt.formats.nbest import (
+from nmt.core.formats.nbest import (
     NBestEntry, NBestError, format_nbest_line, iter_nbest, parse_nbest_line, read_nbest, write_nbest,
 )
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from conftest import refused, make_toy_data
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.evaluate import cli_main as evaluate_main
 from nmt.cli.lm_score import cli_main as lm_score_main
 from nmt.cli.lm_train import cli_main as lm_train_main
 from nmt.cli.score import cli_main as score_main
 from nmt.cli.train import cli_main as train_main
 from nmt.cli.translate import cli_main as translate_main
-from nmt.data.io import read_lines
+from nmt.core.io import read_lines
 
 BIN = Path(sys.executable).parent
 SRC = ["s1 s2 s3", "s4 s5", "s6 s7 s8", "s9 s10"]
@@ -247,7 +247,7 @@ def test_crlf_bom_input_is_read_like_lf(model: Path, lm: Path, tmp_path: Path, c
 
 
 def test_crlf_bom_training_text_gives_the_same_tokens(tmp_path: Path) -> None:
-    from nmt.translation_data import read_tokenized_pairs
+    from nmt.translation.data import read_tokenized_pairs
 
     (tmp_path / "s").write_bytes(crlf_bom(SRC))
     (tmp_path / "t").write_bytes(crlf_bom(TGT))

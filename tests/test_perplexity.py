@@ -1,4 +1,4 @@
-"""Token accounting of nmt.perplexity, checked against numbers computed by hand."""
+"""Token accounting of nmt.core.perplexity, checked against numbers computed by hand."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt.perplexity import (LN10, PerplexityAccumulator, format_result, kenlm_perplexity,
+from nmt.core.perplexity import (LN10, PerplexityAccumulator, format_result, kenlm_perplexity,
                                      perplexity_from_logprobs, split_words)
 
 HAND_ARPA = Path(__file__).parent / "data" / "kenlm" / "hand_bigram.arpa"

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from nmt.data.io import DataError
+from nmt.core.io import DataError
 from smt_features.cli.train import cli_main
 from smt_features.train import aligner, phrase_model
 from smt_features.train.align import symmetrize_corpus, write_alignments

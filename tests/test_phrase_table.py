@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from nmt.formats.phrase_table import PhraseEntry, PhraseTableError, append_scores, format_entry, write_phrase_table
-from nmt.formats.phrase_table_check import check_phrase_table
-from nmt.formats.phrase_table_load import load_phrase_table
-from nmt.formats.phrase_table_reader import iter_phrase_table, iter_raw_fields
+from nmt.core.formats.phrase_table import PhraseEntry, PhraseTableError, append_scores, format_entry, write_phrase_table
+from nmt.core.formats.phrase_table_check import check_phrase_table
+from nmt.core.formats.phrase_table_load import load_phrase_table
+from nmt.core.formats.phrase_table_reader import iter_phrase_table, iter_raw_fields
 
 DATA = Path(__file__).parent / "data" / "smt"
 TOY = DATA / "toy.phrase-table"

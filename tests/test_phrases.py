@@ -9,8 +9,8 @@ import pytest
 from smt_features.train import phrase_scoring
 from smt_features.train.align import write_alignments
 from smt_features.cli.train import cli_main
-from nmt.formats.phrase_table_check import check_phrase_table
-from nmt.formats.phrase_table_reader import iter_phrase_table
+from nmt.core.formats.phrase_table_check import check_phrase_table
+from nmt.core.formats.phrase_table_reader import iter_phrase_table
 from smt_features.train.lexical import LexicalTable
 from smt_features.train.phrase_counts import ExtractionCounts, count_corpus, count_sentence
 from smt_features.train.phrase_scoring import score_phrase_counts, score_phrase_lines, write_scored_table

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from nmt.data import corpora
-from nmt.data.io import DataError, read_lines
+from nmt.core.io import DataError, read_lines
 from nmt.cli.prepare import cli_main
-from nmt.prepare import PrepareConfig, prepare_parallel
+from nmt.data.prepare import PrepareConfig, prepare_parallel
 from nmt.data.vocab import Vocabulary, load_vocab
 
 TINY = Path(__file__).parent / "data" / "tiny"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nmt.data.io import DataError
-from nmt.formats.reordering_table import check_reordering_table, format_line, iter_reordering_table
+from nmt.core.io import DataError
+from nmt.core.formats.reordering_table import check_reordering_table, format_line, iter_reordering_table
 from smt_features.cli.train import cli_main as train_phrases_main
 from smt_features.cli.train_reordering import cli_main
 from smt_features.train.reordering import DISC, MONO, SWAP, sentence_orientations

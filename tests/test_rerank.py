@@ -10,7 +10,7 @@ from conftest import refused
 from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R
 from smt_features.cli.rerank import cli_main as rerank_main
-from nmt.formats.nbest import NBestEntry, NBestError, read_nbest
+from nmt.core.formats.nbest import NBestEntry, NBestError, read_nbest
 from conftest import make_toy_data, teacher_forced_log_probs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,10 +57,10 @@ def _write(tmp: Path) -> tuple[Path, Path]:
 
 
 def test_feature_values_equal_the_scorers(models, tmp_path: Path) -> None:
-    from nmt.lm_data import encode_all
-    from nmt.lm_loading import load_language_model
-    from nmt.lm_scoring import sentence_token_logprobs
-    from nmt.model_io import load_translation_model
+    from nmt.lm.data import encode_all
+    from nmt.lm.loading import load_language_model
+    from nmt.lm.scoring import sentence_token_logprobs
+    from nmt.translation.model_io import load_translation_model
     from nmt.scoring import PairScorer
     from smt_features.model.kenlm import KenLMScorer
 

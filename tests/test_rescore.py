@@ -16,8 +16,8 @@ from conftest import refused
 from rescore_fixtures import (BAD_LINES, BIN, FLOOR, bad_table, reference_scorer, run_rescore, setup,  # noqa: F401
                               strip_appended, table_lines, train_model)
 
-from nmt.formats.phrase_table import PhraseTableError
-from nmt.formats.phrase_table_reader import iter_phrase_table
+from nmt.core.formats.phrase_table import PhraseTableError
+from nmt.core.formats.phrase_table_reader import iter_phrase_table
 
 
 # -- the columns ---------------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def test_malformed_line_stops_with_its_number(setup, tmp_path: Path) -> None:
     from smt_features.cli.rescore import cli_main
 
     rc = cli_main(["--table", str(path), "--model", str(setup["fwd"]), "--output", str(out), "--progress", "false"])
-    assert rc == 2  # bad input: exit status 2 with FILE:LINE (nmt.errors)
+    assert rc == 2  # bad input: exit status 2 with FILE:LINE (nmt.core.errors)
 
 
 @pytest.mark.parametrize("line_no", sorted(BAD_LINES))

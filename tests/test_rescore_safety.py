@@ -14,7 +14,7 @@ import pytest
 from conftest import make_toy_data, refused
 
 from smt_features.cli.rescore import cli_main as rescore_main
-from nmt.formats.phrase_table import PhraseTableError
+from nmt.core.formats.phrase_table import PhraseTableError
 from smt_features.neural.output_lock import OutputLock, remove_stale_temps
 from smt_features.neural.table_windows import count_table_lines
 

@@ -13,7 +13,7 @@ from nmt.analysis.rmn_attention import mean_by_distance, plot_heatmap, sentence_
 from nmt.cli.lm_attention import cli_main as attention_main
 from nmt.cli.lm_train import cli_main as train_main
 from nmt.data.vocab import Vocabulary
-from nmt.lm_loading import LoadedLM, load_language_model
+from nmt.lm.loading import LoadedLM, load_language_model
 from nmt.models.lm import build_lm
 
 WORDS = "the cat sat on a mat and dog ran to red hat".split()

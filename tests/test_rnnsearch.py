@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.train import cli_main as train_main
 from nmt.cli.translate import cli_main as translate_main
 from nmt.data.batching import pair_batch

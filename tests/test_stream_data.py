@@ -10,12 +10,12 @@ import pytest
 import torch
 from conftest import assert_same_checkpoint
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.lm_train import cli_main as lm_train_main
 from nmt.cli.train import cli_main as train_main
 from nmt.data.vocab import Vocabulary
-from nmt.lm_data import LMDataConfig, encode_all, read_sentences
-from nmt.lm_task import LMTask, StreamWindow
+from nmt.lm.data import LMDataConfig, encode_all, read_sentences
+from nmt.lm.task import LMTask, StreamWindow
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -43,7 +43,7 @@ def _tasks(path: Path, **cfg) -> tuple[LMTask, LMTask]:
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_lm_stream_regime_rows_read_lazily_are_the_in_memory_rows(tmp_path: Path, monkeypatch, gz: bool) -> None:
-    monkeypatch.setattr("nmt.lm_stream.INDEX_EVERY", 3)  # readers seek into the middle of the text
+    monkeypatch.setattr("nmt.lm.stream.INDEX_EVERY", 3)  # readers seek into the middle of the text
     path = _lm_text(tmp_path, gz=gz)
     for batch_size, bptt, limit in ((5, 4, None), (3, 7, 41), (1, 50, None), (400, 2, None)):
         mem, streamed = _tasks(path, regime="stream", bptt=bptt, batch_size=batch_size, max_train_sentences=limit)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from nmt.cli.synthetic import cli_main
-from nmt.combine_corpus import split
-from nmt.synthetic import Lexicon, SyntheticConfig, generate, spell, zipf_slope
+from nmt.data.combine_corpus import split
+from nmt.data.synthetic import Lexicon, SyntheticConfig, generate, spell, zipf_slope
 
 
 def _cfg(**kw: object) -> SyntheticConfig:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt.data.io import DataError
+from nmt.core.io import DataError
 from nmt.data.tokenize import MosesTokenizer, unescape_moses
 from nmt.data.special import BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, UNK, UNK_TOKEN
 from nmt.data.vocab import SentencePieceVocab, Vocabulary, load_vocab

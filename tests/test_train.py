@@ -15,7 +15,7 @@ import torch
 import yaml
 from conftest import assert_same_checkpoint
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.train import cli_main as train_main
 
 
@@ -67,7 +67,7 @@ def test_kill9_then_resume(toy_data: Path, tmp_path: Path) -> None:
     train_main(_args(toy_data, full, *common))
     # the child sleeps 50 ms per batch (results unchanged): on a fast machine 120 updates could
     # otherwise finish before the poll below sees update 8, and the test would depend on speed
-    slow = ("import sys, time; from nmt.translation_data import TranslationTask as T; f = T.make_batch; "
+    slow = ("import sys, time; from nmt.translation.data import TranslationTask as T; f = T.make_batch; "
             "T.make_batch = lambda self, idx: (time.sleep(0.05), f(self, idx))[1]; "
             "from nmt.cli.train import cli_main; sys.exit(cli_main(sys.argv[1:]))")
     cmd = [sys.executable, "-c", slow, *_args(toy_data, killed, *common)]
@@ -101,8 +101,8 @@ def test_trains_on_unique_phrase_table_pairs(tmp_path: Path, monkeypatch) -> Non
     from collections import Counter
 
     from nmt.data.vocab import Vocabulary
-    from nmt.translation_data import TranslationTask, unique_phrase_pairs
-    from nmt.formats.phrase_table import PhraseTableError
+    from nmt.translation.data import TranslationTask, unique_phrase_pairs
+    from nmt.core.formats.phrase_table import PhraseTableError
 
     toy = Path(__file__).parent / "data" / "smt" / "toy.phrase-table"
     lines = toy.read_text(encoding="utf-8").splitlines()
@@ -218,9 +218,9 @@ def test_stream_buffer_batches_permute_the_unique_pairs_and_resume(tmp_path: Pat
     a plan picked up mid-epoch gives the same remaining batches; resume is exact; bad lines name FILE:LINE."""
     from collections import Counter
 
-    from nmt.pair_stream import PairStream
+    from nmt.training.pair_stream import PairStream
     from nmt.data.vocab import Vocabulary
-    from nmt.translation_data import unique_phrase_pairs
+    from nmt.translation.data import unique_phrase_pairs
 
     table, pairs = _stream_fixture(tmp_path)
     src_v, tgt_v = Vocabulary.load(tmp_path / "vocab.de.tsv"), Vocabulary.load(tmp_path / "vocab.en.tsv")

@@ -12,9 +12,9 @@ import pytest
 import sacremoses
 
 from nmt.cli.truecase import cli_main
-from nmt.data.io import read_lines
+from nmt.core.io import read_lines
 from nmt.data.truecase import Truecaser, count_casing, detruecase, model_lines, read_model
-from nmt.prepare import PrepareConfig, prepare_parallel
+from nmt.data.prepare import PrepareConfig, prepare_parallel
 
 TEN_LINES = """\
 The dog runs in Paris .

@@ -183,10 +183,10 @@ def test_data_only_prepares_the_plain_files_through_the_generic_recipe(tmp_path)
 def test_config_sections_parse():
     import yaml
 
-    from nmt import config as C
+    from nmt.core import config as C
     from nmt.models.gru_encdec import PRESETS, GRUEncDecConfig
-    from nmt.train_config import LoopConfig, OptimConfig
-    from nmt.translation_data import TranslationDataConfig
+    from nmt.training.config import LoopConfig, OptimConfig
+    from nmt.translation.data import TranslationDataConfig
 
     cfg = yaml.safe_load((RECIPE / "config.yaml").read_text(encoding="utf-8"))
     assert cfg["experiment"]["files"] == {"train": "train", "dev": "newstest2012-2013", "tests": ["newstest2014"]}

@@ -40,8 +40,8 @@ def required_fields(cls: type) -> list[str]:
 
 
 def check_required(cfg: Any) -> None:
-    """Refuse (:class:`nmt.errors.UsageError`) a config whose required fields are unset."""
-    from nmt.errors import UsageError
+    """Refuse (:class:`nmt.core.errors.UsageError`) a config whose required fields are unset."""
+    from nmt.core.errors import UsageError
 
     missing = [flag_name(name) for name in required_fields(type(cfg)) if getattr(cfg, name) in (None, "", [])]
     if missing:
@@ -119,7 +119,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         with open(path, encoding="utf-8") as fh:
             data = yaml.safe_load(fh) or {}
     except yaml.YAMLError as err:  # a malformed file: FILE:LINE: what the parser says
-        from nmt.data.io import DataError
+        from nmt.core.io import DataError
 
         mark = getattr(err, "problem_mark", None)
         what = "not valid YAML: " + " ".join(str(getattr(err, "problem", "") or err).split())
@@ -127,7 +127,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
             raise DataError(f"{path}: {what}") from None
         raise DataError(path, mark.line + 1, what) from None
     except UnicodeDecodeError as err:
-        from nmt.data.io import DataError
+        from nmt.core.io import DataError
 
         raise DataError(f"{path}: not UTF-8 text (byte {err.start}): {err.reason}") from None
     if section is not None:
@@ -185,7 +185,7 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 def save(cfg: Any, path: str | Path) -> None:
     """Write the resolved config as YAML (atomically)."""
-    from nmt.data.io import atomic_write
+    from nmt.core.io import atomic_write
 
     with atomic_write(path) as fh:
         yaml.safe_dump(to_dict(cfg), fh, sort_keys=False, allow_unicode=True)

@@ -7,7 +7,7 @@ A command that meets bad input prints one line on stderr and exits non-zero::
 
 No traceback is printed unless ``--debug`` is given (or ``RNNSMT_DEBUG=1`` is set).
 Wrap each ``cli_main`` with :func:`command`; raise :class:`UsageError` (or
-:class:`nmt.data.io.DataError` for a fault at a file and line) from anywhere below it.
+:class:`nmt.core.io.DataError` for a fault at a file and line) from anywhere below it.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _message_of(err: BaseException) -> str:
 
 def is_bad_input(err: BaseException) -> bool:
     """Errors that describe the user's input or options rather than a bug of ours."""
-    from nmt.data.io import DataError
+    from nmt.core.io import DataError
 
     if isinstance(err, (DataError, UsageError, UnicodeDecodeError)):
         return True

@@ -14,8 +14,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from nmt.data.io import DataError, remove_stale_temp_files
-from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.io import DataError, remove_stale_temp_files
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
 
 #: the files a training run writes into its --out-dir (besides the vocabulary copies)
 RUN_FILES = ("checkpoint_last.pt", "checkpoint_best.pt", "history.json", "train.log", "config.yaml",

@@ -16,10 +16,10 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt import config as C
+from nmt.core import config as C
 from nmt.data.corpora import data_root
-from nmt.data.io import DataError, atomic_write, iter_lines, iter_parallel
-from nmt.errors import UsageError
+from nmt.core.io import DataError, atomic_write, iter_lines, iter_parallel
+from nmt.core.errors import UsageError
 
 SOURCES = {
     "multi30k-train": ("multi30k/train.en.gz", "multi30k/train.fr.gz"),

@@ -31,15 +31,15 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.data.corpora import Split, get_split, prefix_split
-from nmt.data.io import DataError, atomic_write, check_parallel_lengths, iter_parallel, iter_tsv_pairs
+from nmt.core.io import DataError, atomic_write, check_parallel_lengths, iter_parallel, iter_tsv_pairs
 from nmt.data.special import UNK
 from nmt.data.tokenize import MosesTokenizer
 from nmt.data.vocab import SentencePieceVocab, Vocabulary
-from nmt.errors import UsageError
+from nmt.core.errors import UsageError
 from nmt.data.parallel_tokenize import tokenize_stream
-from nmt.prepare_truecase import model_name as truecase_model_name, truecase_train_split
+from nmt.data.prepare_truecase import model_name as truecase_model_name, truecase_train_split
 
 log = logging.getLogger(__name__)
 

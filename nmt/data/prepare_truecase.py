@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from nmt.data.io import atomic_write, iter_lines
+from nmt.core.io import atomic_write, iter_lines
 from nmt.data.truecase import Truecaser, train_file
 
 

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from nmt import config as C
-from nmt.data.io import atomic_write
-from nmt.errors import UsageError
+from nmt.core import config as C
+from nmt.core.io import atomic_write
+from nmt.core.errors import UsageError
 
 _SRC_ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "th", "sh", "ch"]
 _SRC_VOWELS = ["a", "e", "i", "o", "u", "ay"]

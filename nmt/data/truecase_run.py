@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.data.truecase import Truecaser, detruecase, map_file, train_file
-from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
 
 
 @dataclass

@@ -13,7 +13,7 @@ Two regimes (``--regime``):
   windows of ``bptt`` tokens, in order; the hidden state is carried from window to
   window (detached: truncated BPTT) and reset at the start of each epoch.
 
-Accounting (``nmt.perplexity``, the project's one convention): the
+Accounting (``nmt.core.perplexity``, the project's one convention): the
 loss is in nats per predicted token, tokens = words + one ``</s>`` per line,
 ``<s>`` (or the stream's leading ``</s>``) is context only. An empty line is a
 sentence of zero words: it predicts only ``</s>`` and counts one token; it is
@@ -21,8 +21,8 @@ never dropped. The literal ``<unk>`` of PTB is the vocabulary word ``<unk>``
 (id 1): trained and scored like any other word. Words outside the vocabulary
 map to it too (counted as OOVs in the evaluation report).
 
-The training task that uses them is :mod:`nmt.lm_task`; scoring is :mod:`nmt.lm_scoring`; loading a
-trained model is :mod:`nmt.lm_loading`.
+The training task that uses them is :mod:`nmt.lm.task`; scoring is :mod:`nmt.lm.scoring`; loading a
+trained model is :mod:`nmt.lm.loading`.
 """
 from __future__ import annotations
 
@@ -36,12 +36,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.data.batching import bucketed_batches
-from nmt.data.io import iter_lines
+from nmt.core.io import iter_lines
 from nmt.data.vocab import Vocabulary
 from nmt.data.special import EOS, PAD
-from nmt.perplexity import split_words
+from nmt.core.perplexity import split_words
 
 
 REGIMES = ("sentence", "stream")
@@ -92,7 +92,7 @@ class LMDataConfig:
                                       "the same figure nmt-lm-eval gives)")
     eval_batch_size: int = field(64, help="sentence regime: sentences per validation batch")
     stream_buffer: int | None = field(None, help="read the training text from disk each epoch instead of holding "
-                                                 "it (nmt.lm_stream): sentence regime: shuffle and batch within "
+                                                 "it (nmt.lm.stream): sentence regime: shuffle and batch within "
                                                  "windows of N sentences; stream regime: the B rows are read "
                                                  "lazily, same batches as in memory (N unused). Default: in memory")
 

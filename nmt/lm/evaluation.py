@@ -27,14 +27,14 @@ from pathlib import Path
 
 import torch
 
-from nmt import config as C
-from nmt.data.io import atomic_write, write_output
-from nmt.errors import UsageError, refuse_overwriting_inputs
-from nmt.lm_data import REGIMES, UNK_NOTE, encode_all, read_sentences
-from nmt.lm_loading import load_language_model
-from nmt.lm_scoring import perplexity, token_logprobs
-from nmt.perplexity import format_result
-from nmt.run_checks import require_lines
+from nmt.core import config as C
+from nmt.core.io import atomic_write, write_output
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.lm.data import REGIMES, UNK_NOTE, encode_all, read_sentences
+from nmt.lm.loading import load_language_model
+from nmt.lm.scoring import perplexity, token_logprobs
+from nmt.core.perplexity import format_result
+from nmt.core.run_checks import require_lines
 
 
 @dataclass

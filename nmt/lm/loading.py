@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.data.vocab import Vocabulary, load_vocab
-from nmt.lm_data import LMDataConfig, check_word_vocab
+from nmt.lm.data import LMDataConfig, check_word_vocab
 from nmt.models.lm import ARCHITECTURES, LanguageModel
 from nmt.data.special import BOS, EOS
-from nmt.paths import resolve_checkpoint
+from nmt.core.paths import resolve_checkpoint
 
 
 @dataclass
@@ -41,7 +41,7 @@ def load_language_model(path: str | Path, *, which: str = "auto", vocab: str | N
 
     The vocabulary defaults to the model folder's ``vocab.tsv``; one whose
     fingerprint differs from the checkpoint's is refused. ``trust``: see
-    :func:`nmt.checkpoint.load_checkpoint` (default ``$RNNSMT_TRUST_CHECKPOINTS``)."""
+    :func:`nmt.training.checkpoint.load_checkpoint` (default ``$RNNSMT_TRUST_CHECKPOINTS``)."""
     ckpt_path = resolve_checkpoint(path, which)
     state = load_checkpoint(ckpt_path, trust=trust)
     config = state.get("config", {})

@@ -1,7 +1,7 @@
 """Scoring text with a language model: per-token natural-log probabilities per line, and perplexity.
 
 Sentence regime: each line from a fresh state (``start`` first); stream regime: the lines as one
-stream with the state carried (see :mod:`nmt.lm_data`). Accounting as :mod:`nmt.perplexity`.
+stream with the state carried (see :mod:`nmt.lm.data`). Accounting as :mod:`nmt.core.perplexity`.
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import torch
 from torch import Tensor
 
 from nmt.data.vocab import Vocabulary
-from nmt.lm_data import REGIMES, sentence_batch, stream_matrix
+from nmt.lm.data import REGIMES, sentence_batch, stream_matrix
 from nmt.models.lm import LanguageModel
 from nmt.data.special import BOS
 from nmt.models.lm.base import make_lm_batch
-from nmt.perplexity import PerplexityAccumulator, PerplexityResult
+from nmt.core.perplexity import PerplexityAccumulator, PerplexityResult
 
 
 def length_batches(sentences: Sequence[Sequence[int]], *, start: int = BOS, max_tokens: int = 2000

@@ -1,6 +1,6 @@
 """An LM training text read from disk (``nmt-lm-train --stream-buffer N``): memory bounded by a setting, not the text.
 
-* stream regime (:class:`StreamRows`): the rows of :func:`nmt.lm_data.stream_matrix` —
+* stream regime (:class:`StreamRows`): the rows of :func:`nmt.lm.data.stream_matrix` —
   the token stream ``</s> s1 </s> s2 </s> …`` cut into ``B`` contiguous rows of
   ``C = ceil(T / B)`` tokens — read lazily, each row by its own reader from its own
   offset in the file. One pass at start counts the lines and tokens and keeps a
@@ -10,14 +10,14 @@
   plus one window of ``B x BPTT`` ids. ``N`` is not used (any value turns it on).
 * sentence regime (:func:`sentence_stream`): the sentences (after ``--max-len``) in
   file order, cut into windows of ``N`` sentences, batched within a window by
-  :func:`nmt.lm_data.sentence_batches` seeded by ``(seed, epoch, window)`` — the
-  machinery of :class:`nmt.pair_stream.PairStream` (a pair with an empty target
+  :func:`nmt.lm.data.sentence_batches` seeded by ``(seed, epoch, window)`` — the
+  machinery of :class:`nmt.training.pair_stream.PairStream` (a pair with an empty target
   side), exact resume included. With ``N`` >= the number of sentences the batches
   are those of the in-memory path.
 
 Lines are read strictly (invalid UTF-8 or a corrupt ``.gz`` stops with ``FILE:LINE``),
-decoded as :func:`nmt.data.io.iter_lines` does (a BOM dropped, ``\\n`` / ``\\r\\n``
-stripped, empty lines kept) and split by :func:`nmt.perplexity.split_words`.
+decoded as :func:`nmt.core.io.iter_lines` does (a BOM dropped, ``\\n`` / ``\\r\\n``
+stripped, empty lines kept) and split by :func:`nmt.core.perplexity.split_words`.
 """
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from nmt.data.io import GZIP_ERRORS, DataError, open_text
+from nmt.core.io import GZIP_ERRORS, DataError, open_text
 from nmt.data.special import EOS, PAD
-from nmt.lm_data import sentence_batches
-from nmt.pair_stream import PairStream
-from nmt.perplexity import split_words
+from nmt.lm.data import sentence_batches
+from nmt.training.pair_stream import PairStream
+from nmt.core.perplexity import split_words
 
 INDEX_EVERY = 1024  # lines between two entries of the sparse line index
 
@@ -156,8 +156,8 @@ def lm_sentences(path: str | Path, limit: int | None, max_len: int | None, count
 def sentence_stream(path: str | Path, encode: Callable[[list[str]], list[int]], *, buffer: int,
                     batch_size: int, max_tokens: int | None, seed: int, limit: int | None,
                     max_len: int | None, equal_length: bool) -> PairStream:
-    """The sentence regime's training sentences as a :class:`~nmt.pair_stream.PairStream` (windows of
-    ``buffer`` sentences, batches of :func:`nmt.lm_data.sentence_batches`)."""
+    """The sentence regime's training sentences as a :class:`~nmt.training.pair_stream.PairStream` (windows of
+    ``buffer`` sentences, batches of :func:`nmt.lm.data.sentence_batches`)."""
     return PairStream(str(path), encode, lambda _: [], max_len=max_len or 0, buffer=buffer, batch_size=batch_size,
                       max_tokens=max_tokens, seed=seed, pairs=partial(lm_sentences, path, limit, max_len),
                       batcher=partial(sentence_batches, equal_length=equal_length), plain_first_window=True)

@@ -1,5 +1,6 @@
-"""The language models' training task (:class:`LMTask`, the :class:`~nmt.train.TrainingTask` of ``nmt-lm-train``).
-The trainer (:mod:`nmt.train`) asks the task for its batch plan
+"""The language models' training task (:class:`LMTask`, the :class:`~nmt.training.trainer.TrainingTask` of
+``nmt-lm-train``).
+The trainer (:mod:`nmt.training.trainer`) asks the task for its batch plan
 (:meth:`LMTask.batches_for_epoch`: sentence-index arrays, or
 :class:`StreamWindow` items in order for the stream regime) and hands each item
 back to ``make_batch``. ``loss`` returns ``(nll, tokens, normaliser)``: the
@@ -9,9 +10,9 @@ a contiguous slice of the rows of every stream window (:meth:`LMTask.shard_batch
 and carries the state of its rows only; checkpoints hold the state of all rows
 (gathered), so a run resumes with any number of processes.
 
-The regimes and the accounting are described in :mod:`nmt.lm_data`. With ``--stream-buffer`` the
-training text stays on disk (:mod:`nmt.lm_stream`: lazily read stream rows, or windows of sentences
-planned as :class:`~nmt.pair_stream.StreamBatch` items).
+The regimes and the accounting are described in :mod:`nmt.lm.data`. With ``--stream-buffer`` the
+training text stays on disk (:mod:`nmt.lm.stream`: lazily read stream rows, or windows of sentences
+planned as :class:`~nmt.training.pair_stream.StreamBatch` items).
 """
 from __future__ import annotations
 
@@ -23,15 +24,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmt import distributed
+from nmt.training import distributed
 from nmt.data.batching import bucketed_batches
-from nmt.data.io import DataError
+from nmt.core.io import DataError
 from nmt.data.special import PAD
 from nmt.data.vocab import Vocabulary
-from nmt.lm_data import (LOSS_NORMS, LMDataConfig, encode_all, read_sentences, sentence_batch, sentence_batches,
+from nmt.lm.data import (LOSS_NORMS, LMDataConfig, encode_all, read_sentences, sentence_batch, sentence_batches,
                          stream_matrix)
-from nmt.lm_stream import StreamRows, iter_words, sentence_stream
-from nmt.pair_stream import PairStream, StreamBatch
+from nmt.lm.stream import StreamRows, iter_words, sentence_stream
+from nmt.training.pair_stream import PairStream, StreamBatch
 from nmt.models.lm.base import detach_state, make_lm_batch, select_state
 
 
@@ -59,7 +60,7 @@ def cat_state(states: Sequence[Any]) -> Any:
 
 
 class LMTask:
-    """The :class:`~nmt.train.TrainingTask` of the language models (see the module docstring)."""
+    """The :class:`~nmt.training.trainer.TrainingTask` of the language models (see the module docstring)."""
 
     def __init__(self, cfg: LMDataConfig, vocab: Vocabulary, train: list[list[int]] | None, dev: list[list[int]],
                  *, batch_size: int, max_tokens: int | None = None, seed: int = 1, vocab_path: str = "",
@@ -114,7 +115,7 @@ class LMTask:
         self._current: tuple[int | None, int] = (None, 0)
 
     def _init_from_disk(self, cfg: LMDataConfig, vocab: Vocabulary) -> None:
-        """``--stream-buffer``: the training text stays on disk (:mod:`nmt.lm_stream`)."""
+        """``--stream-buffer``: the training text stays on disk (:mod:`nmt.lm.stream`)."""
         path = cfg.resolve_text("train")
         self.train = []  # not held
         if cfg.regime == "stream":

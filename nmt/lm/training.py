@@ -1,6 +1,6 @@
 """nmt-lm-train's run: the LM training options, the vocabulary, the checks before anything is written, summary.json.
 
-The entry point is :mod:`nmt.cli.lm_train`; the trainer :mod:`nmt.train`.
+The entry point is :mod:`nmt.cli.lm_train`; the trainer :mod:`nmt.training.trainer`.
 """
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from pathlib import Path
 import torch
 import yaml
 
-from nmt import config as C
-from nmt import distributed
-from nmt.checkpoint import load_checkpoint
-from nmt.data.io import atomic_write
+from nmt.core import config as C
+from nmt.training import distributed
+from nmt.training.checkpoint import load_checkpoint
+from nmt.core.io import atomic_write
 from nmt.data.vocab import Vocabulary, load_vocab
-from nmt.errors import UsageError
-from nmt.lm_data import LOSS_NORMS, LMDataConfig, check_word_vocab, iter_sentences
-from nmt.lm_task import build_task
-from nmt.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
-from nmt.train import Trainer
-from nmt.train_config import LoopConfig, OptimConfig
+from nmt.core.errors import UsageError
+from nmt.lm.data import LOSS_NORMS, LMDataConfig, check_word_vocab, iter_sentences
+from nmt.lm.task import build_task
+from nmt.core.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
+from nmt.training.trainer import Trainer
+from nmt.training.config import LoopConfig, OptimConfig
 
 
 @dataclass
@@ -33,9 +33,9 @@ class LMOptimConfig(OptimConfig):
     optimizer: str = C.field("sgd", help="sgd (RMN paper), adam (Mogrifier paper, with --adam-beta1 0) or adadelta")
     lr: float | None = C.field(1.0, help="learning rate (RMN paper: SGD 1.0; with adam e.g. 0.002)")
     clip_norm: float = C.field(5.0, help="clip the global gradient norm to this (RMN paper 5, Mogrifier 10; 0 = off)")
-    loss_norm: str = C.field("token", help="gradient of the mean loss per 'token' (nmt.train), or per 'sequence' "
-                                           "(Σ nll / rows: the Torch-era convention of Zaremba's and the RMN "
-                                           "code, which their lr 1 / clip 5 refer to; clipping then applies to "
+    loss_norm: str = C.field("token", help="gradient of the mean loss per 'token' (nmt.training.trainer), or per "
+                                           "'sequence' (Σ nll / rows: the Torch-era convention of Zaremba's and the "
+                                           "RMN code, which their lr 1 / clip 5 refer to; clipping then applies to "
                                            "that gradient)")
 
     def __post_init__(self) -> None:

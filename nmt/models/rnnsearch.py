@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.data.special import PAD
 from nmt.models.encdec_base import PairScoringModel, preset_config
 from nmt.models.gru_encdec import GatedUnit

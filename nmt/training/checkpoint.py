@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from nmt.data.io import atomic_write
-from nmt.errors import UsageError
+from nmt.core.io import atomic_write
+from nmt.core.errors import UsageError
 
 log = logging.getLogger("nmt.checkpoint")
 
@@ -93,7 +93,7 @@ def load_checkpoint(path: str | Path, *, trust: bool | None = None) -> dict[str,
     """The checkpoint at ``path``, read with ``torch.load(weights_only=True)``.
 
     A file that only loads with ``weights_only=False`` (the older checkpoint format, or
-    a pickle of other objects) is refused with a :class:`~nmt.errors.UsageError` unless
+    a pickle of other objects) is refused with a :class:`~nmt.core.errors.UsageError` unless
     ``trust`` is true (default: ``$RNNSMT_TRUST_CHECKPOINTS=1``). A truncated or foreign
     file is a UsageError naming the file."""
     path = Path(path)

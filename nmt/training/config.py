@@ -1,6 +1,6 @@
 """Training options and the learning rate: OptimConfig, LoopConfig, the optimiser they build, the schedule.
 
-The trainer (:mod:`nmt.train`) takes an :class:`OptimConfig` and a :class:`LoopConfig`;
+The trainer (:mod:`nmt.training.trainer`) takes an :class:`OptimConfig` and a :class:`LoopConfig`;
 :class:`TrainState` holds the counters it checkpoints, of which the learning rate
 (:func:`scheduled_lr`) is a pure function, so a resumed run follows the same schedule.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from nmt.config import field
+from nmt.core.config import field
 
 SCHEDULES = ("constant", "epoch", "plateau")
 AVERAGING = ("none", "on_stall")

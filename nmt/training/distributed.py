@@ -7,7 +7,7 @@ uses ``cuda:LOCAL_RANK``), ``gloo`` on CPU. Without those variables (a plain
 ``nmt-train``), or with ``WORLD_SIZE=1``, it is a no-op and every helper below
 behaves as in a single process, so the same code path serves both.
 
-Data parallelism in the trainer (:mod:`nmt.train`): every rank draws the same
+Data parallelism in the trainer (:mod:`nmt.training.trainer`): every rank draws the same
 *global* batch plan; rank ``r`` of ``W`` takes the disjoint slice
 :func:`shard` ``(spec, r, W)`` of every global batch, the token count (and the
 loss normaliser) are summed over ranks, and each rank back-propagates

@@ -4,9 +4,9 @@
 memory. The source of pairs is a function re-run every epoch: the unique pairs of
 a phrase table (``--phrase-table``, :func:`unique_pairs_in_order`), the sentence
 pairs of two aligned files (:func:`sentence_pairs_in_order`), or the sentences of
-an LM text (``nmt-lm-train --stream-buffer``, :mod:`nmt.lm_stream`, target side
+an LM text (``nmt-lm-train --stream-buffer``, :mod:`nmt.lm.stream`, target side
 empty, its own batcher). A table is read with the strict reader
-(:func:`nmt.formats.phrase_table_reader.iter_phrase_table`: a bad line stops
+(:func:`nmt.core.formats.phrase_table_reader.iter_phrase_table`: a bad line stops
 with ``FILE:LINE``) every epoch. A Moses table is sorted by source phrase, so the
 lines of one source are adjacent and uniqueness is checked per source group (no
 global set; an unsorted table is refused at its first out-of-order line). The
@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from nmt.data.batching import bucketed_batches
-from nmt.data.io import DataError
+from nmt.core.io import DataError
 
 Encode = Callable[[list[str]], list[int]]
 Pairs = Callable[[dict[str, int] | None], Iterator[tuple[Sequence[str], Sequence[str]]]]
@@ -53,7 +53,7 @@ def unique_pairs_in_order(table: str, max_len: int, counts: dict[str, int] | Non
                           ) -> Iterator[tuple[tuple[str, ...], tuple[str, ...]]]:
     """The unique (source, target) pairs of a source-sorted table in table order, at most ``max_len`` tokens a
     side. ``counts`` (if given) receives ``unique`` and ``dropped``."""
-    from nmt.formats.phrase_table_reader import iter_phrase_table
+    from nmt.core.formats.phrase_table_reader import iter_phrase_table
 
     group: set[tuple[str, ...]] = set()
     prev_key: str | None = None
@@ -84,7 +84,7 @@ def sentence_pairs_in_order(src_path: str, tgt_path: str, max_len: int, counts: 
     """The tokenized sentence pairs of two aligned files in file order, at most ``max_len`` tokens a side
     (strict reader: FILE:LINE on a bad line or a length mismatch). ``counts`` receives ``unique`` (pairs
     read) and ``dropped``."""
-    from nmt.data.io import iter_parallel
+    from nmt.core.io import iter_parallel
 
     read = dropped = 0
     for s, t in iter_parallel(src_path, tgt_path):

@@ -17,7 +17,7 @@ import functools
 
 import torch
 
-from nmt.errors import UsageError
+from nmt.core.errors import UsageError
 
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 

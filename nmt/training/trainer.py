@@ -1,7 +1,7 @@
 """One trainer for translation models and LMs: checkpoints, exact resume, early stopping, DDP.
 
-Its options, the optimiser and the learning-rate schedule are in :mod:`nmt.train_config`, the
-running parameter average in :mod:`nmt.weight_average`.
+Its options, the optimiser and the learning-rate schedule are in :mod:`nmt.training.config`, the
+running parameter average in :mod:`nmt.training.weight_average`.
 
 A *task* supplies the data and the loss (see ``TrainingTask``); the trainer owns
 the loop: batch order, loss normalisation, gradient clipping, the learning-rate
@@ -12,7 +12,7 @@ task's own state (``checkpoint_extras``) — is in ``checkpoint_last.pt``,
 written atomically every ``save_every`` updates. Losses are natural-log per
 target token (nats).
 
-Under ``torchrun`` (see :mod:`nmt.distributed` and ``docs/training.md``) the
+Under ``torchrun`` (see :mod:`nmt.training.distributed` and ``docs/training.md``) the
 model is wrapped in DistributedDataParallel, each rank trains on a disjoint
 slice of every global batch, and rank 0 writes checkpoints and logs.
 """
@@ -32,13 +32,13 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from nmt import checkpoint as ckpt
-from nmt import distributed
+from nmt.training import checkpoint as ckpt
+from nmt.training import distributed
 from nmt.data.batching import bucketed_batches
-from nmt.data.io import atomic_write, remove_stale_temp_files
-from nmt.logs import add_file_log, remove_file_log
-from nmt.train_config import LoopConfig, OptimConfig, TrainState, build_optimizer, initial_lr, scheduled_lr
-from nmt.weight_average import ParameterAverage
+from nmt.core.io import atomic_write, remove_stale_temp_files
+from nmt.core.logs import add_file_log, remove_file_log
+from nmt.training.config import LoopConfig, OptimConfig, TrainState, build_optimizer, initial_lr, scheduled_lr
+from nmt.training.weight_average import ParameterAverage
 
 log = logging.getLogger("nmt.train")
 
@@ -55,7 +55,7 @@ class TrainingTask(Protocol):
     * ``load_extras(checkpoint)``: restore what ``checkpoint_extras`` saved
       (called by :meth:`Trainer.restore`).
     * ``shard_batch(item, rank, world) -> (part, weight)``: this rank's part of a
-      planned item under DDP (default :func:`nmt.distributed.shard`, for index arrays).
+      planned item under DDP (default :func:`nmt.training.distributed.shard`, for index arrays).
 
     Under DDP ``checkpoint_extras`` is called on every rank (it may gather), only
     rank 0's result is written.

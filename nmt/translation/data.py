@@ -11,11 +11,11 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from nmt import distributed
-from nmt.config import field
+from nmt.training import distributed
+from nmt.core.config import field
 from nmt.data.batching import pair_batch, bucketed_batches
-from nmt.data.io import DataError, read_parallel
-from nmt.pair_stream import PairStream, StreamBatch, sentence_pairs_in_order
+from nmt.core.io import DataError, read_parallel
+from nmt.training.pair_stream import PairStream, StreamBatch, sentence_pairs_in_order
 from nmt.data.special import PAD
 from nmt.data.vocab import Vocabulary, load_vocab
 
@@ -77,7 +77,7 @@ def unique_phrase_pairs(table_path: str) -> list[tuple[list[str], list[str]]]:
 
     Read with the strict phrase-table reader: a malformed line stops with its line number.
     """
-    from nmt.formats.phrase_table_reader import iter_phrase_table
+    from nmt.core.formats.phrase_table_reader import iter_phrase_table
 
     seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     pairs = []

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass
 
 import sacrebleu
 
-from nmt import config as C
-from nmt.data.io import DataError, read_lines
-from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.core import config as C
+from nmt.core.io import DataError, read_lines
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
 
 
 @dataclass
@@ -75,12 +75,12 @@ def evaluate_files(cfg: EvaluateConfig) -> None:
         hyps = [detok.detokenize(h.split()) for h in hyps]
     result = evaluate(hyps, refs)
     if cfg.detok_out:
-        from nmt.data.io import write_output
+        from nmt.core.io import write_output
 
         write_output(cfg.detok_out, "".join(h + "\n" for h in hyps))
     print(result.format(cfg.name))
     if cfg.json:
-        from nmt.data.io import atomic_write
+        from nmt.core.io import atomic_write
 
         with atomic_write(cfg.json) as fh:
             json.dump(asdict(result), fh, indent=1)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from torch import nn
 
-from nmt.checkpoint import load_checkpoint
+from nmt.training.checkpoint import load_checkpoint
 from nmt.data.vocab import Vocabulary, load_vocab
 from nmt.models.registry import DEFAULT_ARCH, build_from_config
-from nmt.paths import resolve_checkpoint
+from nmt.core.paths import resolve_checkpoint
 
 
 @dataclass
@@ -27,7 +27,7 @@ def load_translation_model(path: str | Path, *, which: str = "auto", src_vocab: 
 
     Vocabularies default to the copies in the model folder; any vocabulary whose
     fingerprint differs from the one recorded at training time is refused. ``trust``: see
-    :func:`nmt.checkpoint.load_checkpoint` (an old-format checkpoint loads only when trusted;
+    :func:`nmt.training.checkpoint.load_checkpoint` (an old-format checkpoint loads only when trusted;
     default ``$RNNSMT_TRUST_CHECKPOINTS``).
     """
     ckpt_path = resolve_checkpoint(path, which)

@@ -43,7 +43,7 @@ from torch import Tensor
 
 from nmt.data.special import BOS, EOS, UNK
 from nmt.models.gru_encdec import GRUEncoderDecoder
-from nmt.precision import AMP_DTYPES, check_amp
+from nmt.training.precision import AMP_DTYPES, check_amp
 
 
 @dataclass
@@ -126,7 +126,7 @@ class RescoringEngine:
 
     @classmethod
     def load(cls, path: str, *, which: str = "auto", device: str = "cpu", **kw) -> "RescoringEngine":
-        from nmt.model_io import load_translation_model
+        from nmt.translation.model_io import load_translation_model
 
         loaded = load_translation_model(path, which=which, device=device)
         return cls(loaded.model, loaded.src_vocab, loaded.tgt_vocab, device=device, **kw)

@@ -1,6 +1,7 @@
 """nmt-train's run: the checks before anything is written, the model folder (config, vocabulary copies), the trainer.
 
-The entry point is :mod:`nmt.cli.train`; the data and loss :mod:`nmt.translation_data`; the trainer :mod:`nmt.train`.
+The entry point is :mod:`nmt.cli.train`; the data and loss :mod:`nmt.translation.data`; the trainer
+:mod:`nmt.training.trainer`.
 """
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ from pathlib import Path
 import torch
 import yaml
 
-from nmt import distributed
-from nmt.data.io import atomic_write
+from nmt.training import distributed
+from nmt.core.io import atomic_write
 from nmt.models.gru_encdec import GRUEncDecConfig
 from nmt.models.registry import DEFAULT_ARCH, get_arch
-from nmt.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
-from nmt.train import Trainer
-from nmt.train_config import LoopConfig, OptimConfig
-from nmt.translation_data import TranslationDataConfig, TranslationTask
+from nmt.core.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
+from nmt.training.trainer import Trainer
+from nmt.training.config import LoopConfig, OptimConfig
+from nmt.translation.data import TranslationDataConfig, TranslationTask
 
 
 def run_translation_training(ctx: distributed.DistContext, data: TranslationDataConfig, model_cfg: GRUEncDecConfig, optim: OptimConfig,

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
-from nmt import config as C
+from nmt.core import config as C
 from nmt.data.batching import bucketed_batches, pad
-from nmt.data.io import DataError
+from nmt.core.io import DataError
 from nmt.data.special import BOS, EOS, EOS_TOKEN
 from nmt.data.tokenize import MosesTokenizer
-from nmt.errors import UsageError
-from nmt.model_io import load_translation_model
-from nmt.search import StepModel, beam_search
+from nmt.core.errors import UsageError
+from nmt.translation.model_io import load_translation_model
+from nmt.translation.search import StepModel, beam_search
 
 
 @dataclass

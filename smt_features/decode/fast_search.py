@@ -33,7 +33,7 @@ import logging
 import time
 from pathlib import Path
 
-from nmt.errors import UsageError
+from nmt.core.errors import UsageError
 
 from smt_features.decode.hypothesis import (
     H_ARCS, H_COV, H_SCORE, O_FID, O_FUT, O_LMW, O_LR, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult, chain,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt.formats.nbest import NBestEntry, NBestError
+from nmt.core.formats.nbest import NBestEntry, NBestError
 from smt_features.model.weights import Weights, layout_of
 
 # a batch scorer: list of tokenized hypotheses -> one ln p per hypothesis

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from nmt.data.io import GZIP_ERRORS, DataError, open_text
+from nmt.core.io import GZIP_ERRORS, DataError, open_text
 
 _LABEL = re.compile(r"^(\S+)=$")
 

@@ -20,9 +20,9 @@ default, ``phrase-extract/consolidate-main.cpp``)::
 A table is sorted as ``LC_ALL=C sort`` sorts it (byte order of the UTF-8
 line), which groups the lines of one source phrase together.
 
-The strict streaming reader is :mod:`nmt.formats.phrase_table_reader`, its
-whole-table check :mod:`nmt.formats.phrase_table_check`, the in-memory
-loader :mod:`nmt.formats.phrase_table_load`. Readers keep the raw line
+The strict streaming reader is :mod:`nmt.core.formats.phrase_table_reader`, its
+whole-table check :mod:`nmt.core.formats.phrase_table_check`, the in-memory
+loader :mod:`nmt.core.formats.phrase_table_load`. Readers keep the raw line
 (:attr:`PhraseEntry.raw`) so a rescoring tool can add a score column with
 :func:`append_scores` leaving every other byte as it was.
 """
@@ -33,7 +33,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from nmt.data.io import DataError, atomic_write
+from nmt.core.io import DataError, atomic_write
 
 PathLike = str | os.PathLike[str]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from nmt.formats.phrase_table import MOSES_SCORE_NAMES, PathLike
-from nmt.formats.phrase_table_reader import PhraseTableReader
+from nmt.core.formats.phrase_table import MOSES_SCORE_NAMES, PathLike
+from nmt.core.formats.phrase_table_reader import PhraseTableReader
 
 
 @dataclass

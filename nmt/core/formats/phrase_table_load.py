@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Sequence
 
-from nmt.formats.phrase_table import DIRECT_PHRASE_PROB, PathLike, PhraseEntry, PhraseTableError
-from nmt.formats.phrase_table_reader import PhraseTableReader
+from nmt.core.formats.phrase_table import DIRECT_PHRASE_PROB, PathLike, PhraseEntry, PhraseTableError
+from nmt.core.formats.phrase_table_reader import PhraseTableReader
 
 
 def _weighted_log_score(scores: Sequence[float], weights: Sequence[float]) -> float:

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from nmt.data.io import GZIP_ERRORS, open_text
-from nmt.formats.phrase_table import (MIN_FIELDS, MOSES_NUM_FIELDS, PathLike, PhraseEntry, PhraseTableError,
+from nmt.core.io import GZIP_ERRORS, open_text
+from nmt.core.formats.phrase_table import (MIN_FIELDS, MOSES_NUM_FIELDS, PathLike, PhraseEntry, PhraseTableError,
                                       split_fields)
 
 log = logging.getLogger("nmt.formats.phrase_table")  # the name the warnings have always carried

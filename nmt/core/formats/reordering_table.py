@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from nmt.data.io import DataError, atomic_write, iter_lines
+from nmt.core.io import DataError, atomic_write, iter_lines
 
 PathLike = str | os.PathLike[str]
 SEP = " ||| "

@@ -41,7 +41,7 @@ from nmt.core.errors import UsageError
 from nmt.data.parallel_tokenize import tokenize_stream
 from nmt.data.prepare_truecase import model_name as truecase_model_name, truecase_train_split
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("nmt.prepare")  # the name its log lines have always carried (nmt-prepare)
 
 TOKENIZERS = ("moses", "sentencepiece")
 Pair = tuple[str, str]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from nmt.core.io import GZIP_ERRORS, open_text
 from nmt.core.formats.phrase_table import (MIN_FIELDS, MOSES_NUM_FIELDS, PathLike, PhraseEntry, PhraseTableError,
-                                      split_fields)
+                                           split_fields)
 
 log = logging.getLogger("nmt.formats.phrase_table")  # the name the warnings have always carried
 

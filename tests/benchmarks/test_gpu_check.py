@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from tests import ROOT
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
+SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MT_DATA = Path(os.environ.get("MT_DATA", ROOT.parent / "shared" / "data"))
 ENV = {**os.environ, "MT_DATA": str(MT_DATA), "PYTHON": sys.executable, "BIN": str(Path(sys.executable).parent),
        "OMP_NUM_THREADS": "1"}

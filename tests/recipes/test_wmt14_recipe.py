@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "wmt14_enfr"
 RUN = RECIPE / "run.sh"
 

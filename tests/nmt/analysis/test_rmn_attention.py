@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import refused
+from tests.refusal import refused
 import torch
 
 from nmt.analysis.rmn_attention import mean_by_distance, plot_heatmap, sentence_attention

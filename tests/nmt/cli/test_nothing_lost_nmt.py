@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import refused, make_toy_data
+from tests.refusal import refused
+from tests.toy_corpus import make_toy_data
 
 from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.evaluate import cli_main as evaluate_main

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
 from nmt.core.perplexity import (LN10, PerplexityAccumulator, format_result, kenlm_perplexity,
-                                     perplexity_from_logprobs, split_words)
+                                 perplexity_from_logprobs, split_words)
+from tests import TEST_DATA
 
-HAND_ARPA = Path(__file__).parent / "data" / "kenlm" / "hand_bigram.arpa"
+HAND_ARPA = TEST_DATA / "kenlm" / "hand_bigram.arpa"
 
 
 def test_split_words_is_kenlm_whitespace():

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import math
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from nmt.core.formats.phrase_table import PhraseEntry, PhraseTableError, append_
 from nmt.core.formats.phrase_table_check import check_phrase_table
 from nmt.core.formats.phrase_table_load import load_phrase_table
 from nmt.core.formats.phrase_table_reader import iter_phrase_table, iter_raw_fields
+from tests import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "smt"
+DATA = TEST_DATA / "smt"
 TOY = DATA / "toy.phrase-table"
 
 

@@ -15,8 +15,9 @@ import pytest
 from nmt.data import corpora
 from nmt.data.corpora import CorpusNotFound, data_root, get_split, list_corpora, list_splits
 from nmt.core.io import count_lines
+from tests import ROOT
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SHARED = ROOT / ".." / "shared" / "data"
 
 
 @pytest.fixture

@@ -14,9 +14,10 @@ from nmt.core.io import DataError, read_lines
 from nmt.cli.prepare import cli_main
 from nmt.data.prepare import PrepareConfig, prepare_parallel
 from nmt.data.vocab import Vocabulary, load_vocab
+from tests import ROOT, TEST_DATA
 
-TINY = Path(__file__).parent / "data" / "tiny"
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+TINY = TEST_DATA / "tiny"
+SHARED = ROOT / ".." / "shared" / "data"
 
 
 def test_prepare_tiny_corpus(tiny_root: Path, tmp_path: Path) -> None:

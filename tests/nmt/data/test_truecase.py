@@ -15,6 +15,7 @@ from nmt.cli.truecase import cli_main
 from nmt.core.io import read_lines
 from nmt.data.truecase import Truecaser, count_casing, detruecase, model_lines, read_model
 from nmt.data.prepare import PrepareConfig, prepare_parallel
+from tests import ROOT
 
 TEN_LINES = """\
 The dog runs in Paris .
@@ -130,9 +131,6 @@ def test_prepare_truecase_writes_models_and_truecased_splits(tmp_path: Path) -> 
     with pytest.raises(ValueError, match="--truecase needs --tokenizer moses"):
         prepare_parallel(PrepareConfig(train=str(data / "train"), out_dir=str(tmp_path / "sp"), truecase=True,
                                        tokenizer="sentencepiece"))
-
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_experiment_recipe_truecase_plan(tmp_path: Path) -> None:

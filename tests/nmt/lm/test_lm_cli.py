@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import refused
-from conftest import assert_same_checkpoint
+from tests.refusal import refused
+from tests.nmt.checkpoints import assert_same_checkpoint
 import torch
 import torch.nn.functional as F
 
@@ -29,8 +29,8 @@ from nmt.lm.training import LMOptimConfig
 from nmt.models.lm import build_lm
 from nmt.training.trainer import Trainer
 from nmt.training.config import LoopConfig, OptimConfig, TrainState, scheduled_lr
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(10)]
 
 

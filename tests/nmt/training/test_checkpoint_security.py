@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import assert_same_checkpoint, make_toy_data
+from tests.nmt.checkpoints import assert_same_checkpoint
+from tests.toy_corpus import make_toy_data
 
 from nmt.training import checkpoint as ckpt
 from nmt.training.checkpoint import TRUST_ENV, load_checkpoint, save_checkpoint

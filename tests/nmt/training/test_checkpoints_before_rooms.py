@@ -10,10 +10,11 @@ import torch
 
 from nmt.cli.train import cli_main as train_main
 from nmt.scoring import LMScorer, PairScorer
+from tests import TEST_DATA
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-OLD = Path(__file__).parent / "data" / "checkpoints_before_rooms"
+OLD = TEST_DATA / "checkpoints_before_rooms"
 
 
 def _lines(name: str) -> list[list[str]]:

@@ -21,8 +21,8 @@ from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.lm_train import cli_main as lm_train_main
 from nmt.cli.train import cli_main as train_main
 from nmt.training.distributed import rows_of, shard
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 LOSS_RTOL = 1e-5      # per-update training / dev losses (nats per token)
 PARAM_RTOL, PARAM_ATOL = 1e-4, 1e-5
 
@@ -95,7 +95,7 @@ def test_translation_two_processes_match_one_and_resume_with_one(toy_data: Path,
 @pytest.mark.slow
 def test_lm_stream_state_moves_between_world_sizes(tmp_path: Path) -> None:
     """Stream regime: each rank carries the state of its rows; the checkpoint holds all rows."""
-    from test_lm_cli import make_corpus
+    from tests.nmt.lm.test_lm_cli import make_corpus
 
     corpus = make_corpus(tmp_path / "data")
     common = ["--train", str(corpus["train"]), "--valid", str(corpus["valid"]), "--arch", "lstm", "--num-layers",

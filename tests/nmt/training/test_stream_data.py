@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import assert_same_checkpoint
+from tests.nmt.checkpoints import assert_same_checkpoint
 
 from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.lm_train import cli_main as lm_train_main

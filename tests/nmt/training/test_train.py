@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import assert_same_checkpoint
+from tests.nmt.checkpoints import assert_same_checkpoint
 
 from nmt.training.checkpoint import load_checkpoint
 from nmt.cli.train import cli_main as train_main
+from tests import TEST_DATA
 
 
 def _args(data: Path, out: Path, *extra: str) -> list[str]:
@@ -104,7 +105,7 @@ def test_trains_on_unique_phrase_table_pairs(tmp_path: Path, monkeypatch) -> Non
     from nmt.translation.data import TranslationTask, unique_phrase_pairs
     from nmt.core.formats.phrase_table import PhraseTableError
 
-    toy = Path(__file__).parent / "data" / "smt" / "toy.phrase-table"
+    toy = TEST_DATA / "smt" / "toy.phrase-table"
     lines = toy.read_text(encoding="utf-8").splitlines()
     # the same (src, tgt) pairs again with other scores / counts (a table concatenated from two runs,
     # or a pair kept by two extraction passes): still sorted, each duplicate next to its first copy

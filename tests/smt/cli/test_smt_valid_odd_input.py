@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from probe.cases_smt_train_decode import TRAIN_SRC, TRAIN_TGT
+from tests.probe.cases_smt_train_decode import TRAIN_SRC, TRAIN_TGT
+from tests import TEST_DATA
 
-DECODER_DATA = Path(__file__).parent / "data" / "decoder"
+DECODER_DATA = TEST_DATA / "decoder"
 
 
 def crlf_bom(lines: list[str]) -> bytes:

@@ -7,7 +7,6 @@ TranslationModel0 0.2 × 4, Distortion0 0.3, LM0 0.5.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -25,8 +24,9 @@ from smt_features.model.features import (  # noqa: E402
 )
 from smt_features.model.kenlm_feature import KenLMFeature  # noqa: E402
 from smt_features.model.kenlm import KenLMScorer  # noqa: E402
+from tests import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "decoder"
+DATA = TEST_DATA / "decoder"
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 DEFAULT_WEIGHTS = {"UnknownWordPenalty0": [1.0], "WordPenalty0": [-1.0], "PhrasePenalty0": [0.2],

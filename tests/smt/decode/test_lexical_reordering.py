@@ -17,8 +17,9 @@ from smt_features.model.features import (
     DistortionFeature, PhrasePenaltyFeature, PhraseTableFeature, UnknownWordPenaltyFeature, WordPenaltyFeature,
 )
 from smt_features.model.reordering import DISC, MONO, SWAP, LexicalReorderingFeature, log_scores, orientation
+from tests import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "decoder"
+DATA = TEST_DATA / "decoder"
 needs_ext = pytest.mark.skipif(not fast_search.available(),
                                reason=f"compiled search core not built: run `{fast_search.BUILD_COMMAND}`")
 LR_LINE = ("LexicalReordering name=LexicalReordering0 num-features=6 type=wbe-msd-bidirectional-fe-allff "

@@ -28,8 +28,9 @@ from smt_features.model.features import (  # noqa: E402
 from smt_features.model.kenlm import KenLMScorer  # noqa: E402
 from smt_features.model.kenlm_feature import KenLMFeature  # noqa: E402
 from smt_features.model.moses_ini_build import default_config  # noqa: E402
+from tests import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "decoder"
+DATA = TEST_DATA / "decoder"
 WEIGHTS = {"UnknownWordPenalty0": [1.0], "WordPenalty0": [-1.0], "PhrasePenalty0": [0.2],
            "TranslationModel0": [0.2] * 4, "Distortion0": [0.3], "LM0": [0.5]}
 SEARCHES = ["python"] + (["compiled"] if fast_search.available() else [])

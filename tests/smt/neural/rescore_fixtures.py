@@ -1,4 +1,5 @@
-"""The fixtures of the smt-rescore tests: two tiny trained models, a toy phrase table, running and reading."""
+"""The helpers of the smt-rescore and smt-rerank tests: training tiny models, a toy phrase table, running and
+reading, reference scores (the ``setup`` fixture that uses them: conftest.py here)."""
 from __future__ import annotations
 
 import gzip
@@ -8,8 +9,6 @@ import random
 import sys
 from pathlib import Path
 
-import pytest
-from conftest import make_toy_data
 from nmt.core.formats.phrase_table import write_phrase_table
 from smt_features.neural.rescore import rescore_table
 from smt_features.neural.rescore_config import RescoreConfig
@@ -51,16 +50,6 @@ def toy_table(data: Path, path: Path, seed: int = 0) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rescore")
-    data = make_toy_data(root / "data")
-    fwd = train_model(data, root / "fwd", "en", "fr")
-    rev = train_model(data, root / "rev", "fr", "en")
-    table = toy_table(data, root / "phrase-table.gz")
-    return {"root": root, "data": data, "fwd": fwd, "rev": rev, "table": table}
-
-
 def run_rescore(table: Path, model: Path, output: Path, **kw) -> dict:
     kw.setdefault("threads", 1)
     kw.setdefault("progress", False)
@@ -89,6 +78,17 @@ def strip_appended(out_line: bytes, k: int) -> tuple[bytes, list[float]]:
     return out_line[:second + 3] + kept + field[len(body):] + out_line[end:], [float(x) for x in new]
 
 
+def teacher_forced_log_probs(model, src_vocab, tgt_vocab, srcs, tgts) -> list[float]:
+    """Reference ln p(tgt | src) per pair: the model's own teacher-forced pass, one padded batch."""
+    import torch
+
+    from nmt.data.batching import pair_batch
+
+    batch = pair_batch([src_vocab.encode(list(s)) for s in srcs], [tgt_vocab.encode(list(t)) for t in tgts])
+    with torch.no_grad():
+        return model.eval().pair_log_probs(batch["src"], batch["tgt_in"], batch["tgt_out"]).tolist()
+
+
 class Reference:
     """Teacher-forced reference scores (the model's own forward pass), shaped like ``PairScore``."""
 
@@ -97,8 +97,6 @@ class Reference:
 
     def score_pairs(self, srcs, tgts):
         from types import SimpleNamespace
-
-        from conftest import teacher_forced_log_probs
 
         m = self.m
         lps = teacher_forced_log_probs(m.model, m.src_vocab, m.tgt_vocab, srcs, tgts)

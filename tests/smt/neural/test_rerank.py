@@ -5,15 +5,16 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import refused
+from tests.refusal import refused
 
 from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R
 from smt_features.cli.rerank import cli_main as rerank_main
 from nmt.core.formats.nbest import NBestEntry, NBestError, read_nbest
-from conftest import make_toy_data, teacher_forced_log_probs
+from tests.smt.neural.rescore_fixtures import teacher_forced_log_probs
+from tests.toy_corpus import make_toy_data
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 ARPA = ROOT / "tests" / "data" / "kenlm" / "hand_bigram.arpa"
 
 

@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import refused
-from rescore_fixtures import (BAD_LINES, BIN, FLOOR, bad_table, reference_scorer, run_rescore, setup,  # noqa: F401
-                              strip_appended, table_lines, train_model)
+from tests.refusal import refused
+from tests.smt.neural.rescore_fixtures import (BAD_LINES, BIN, FLOOR, bad_table, reference_scorer, run_rescore,
+                                               strip_appended, table_lines, train_model)
 
 from nmt.core.formats.phrase_table import PhraseTableError
 from nmt.core.formats.phrase_table_reader import iter_phrase_table
+from tests import TEST_DATA
 
 
 # -- the columns ---------------------------------------------------------------------------------------
@@ -282,7 +283,7 @@ def test_moses_ini_for_the_rescored_table_loads_in_the_decoder(setup, tmp_path: 
     from smt_features.model.moses_ini import read_moses_ini
     from smt_features.model.moses_ini_build import default_config
 
-    data_dir = Path(__file__).parent / "data" / "decoder"
+    data_dir = TEST_DATA / "decoder"
     ini = tmp_path / "moses.ini"
     default_config(str(setup["table"]), str(data_dir / "toy.arpa"), lm_order=2).write(ini)
     out = tmp_path / "pt.rnn.gz"

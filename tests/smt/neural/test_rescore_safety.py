@@ -11,7 +11,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import make_toy_data, refused
+from tests.refusal import refused
+from tests.toy_corpus import make_toy_data
 
 from smt_features.cli.rescore import cli_main as rescore_main
 from nmt.core.formats.phrase_table import PhraseTableError

@@ -122,7 +122,7 @@ def test_pca_2d() -> None:
 def test_phrase_map_with_a_tiny_model(tmp_path: Path) -> None:
     import torch
 
-    from conftest import make_toy_data
+    from tests.toy_corpus import make_toy_data
     from nmt.cli.train import cli_main as nmt_train
 
     torch.set_num_threads(1)

@@ -9,9 +9,9 @@ import gzip
 import math
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
+from tests import TEST_DATA
 
 kenlm = pytest.importorskip("kenlm")
 
@@ -24,7 +24,7 @@ from smt_features.train.kenlm_build import (KenLMError, KenLMNotFoundError, buil
 from smt_features.train.kenlm_text import DEFAULT_MAP_UNK  # noqa: E402
 from nmt.core.perplexity import LN10, kenlm_perplexity, split_words  # noqa: E402
 
-DATA = Path(__file__).parent / "data" / "kenlm"
+DATA = TEST_DATA / "kenlm"
 TINY = DATA / "tiny.txt"
 TINY_UNK = DATA / "tiny_unk.txt"
 MEM = "64M"  # lmplz -S for these tiny texts (its vocabulary hash alone needs ~24 MB)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from fractions import Fraction as F
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +15,7 @@ from smt_features.train.phrase_counts import ExtractionCounts, count_corpus, cou
 from smt_features.train.phrase_scoring import score_phrase_counts, score_phrase_lines, write_scored_table
 from smt_features.train.phrases import build_phrase_table
 from smt_features.train.spans import extract_phrase_pairs, extract_spans
+from tests import ROOT, TEST_DATA
 
 # Koehn, Statistical Machine Translation (2010), section 5.2.2: word alignment of
 # "michael geht davon aus , dass er im haus bleibt" / "michael assumes that he will stay in the house".
@@ -253,7 +253,7 @@ def test_cli_writes_moses_ini_with_lm(tmp_path):
     (tmp_path / "train.src").write_text("\n".join(TOY_SRC) + "\n")
     (tmp_path / "train.tgt").write_text("\n".join(TOY_TGT) + "\n")
     write_alignments(tmp_path / "train.align", TOY_ALIGN)
-    lm = Path(__file__).parent / "data" / "decoder" / "toy.arpa"
+    lm = TEST_DATA / "decoder" / "toy.arpa"
     out = tmp_path / "model"
     assert cli_main(["--src", str(tmp_path / "train.src"), "--tgt", str(tmp_path / "train.tgt"), "--out-dir", str(out),
                      "--alignment", str(tmp_path / "train.align"), "--lm", str(lm), "--lm-order", "2"]) == 0
@@ -290,7 +290,7 @@ def test_cli_reports_bad_input(tmp_path, capsys):
 
 
 def test_fixture_dir_exists():
-    assert (Path(__file__).parent / "data" / "smt").is_dir()
+    assert (TEST_DATA / "smt").is_dir()
 
 
 # ---------------------------------------------------------------------- streamed path (temp files + GNU sort)
@@ -352,8 +352,8 @@ def test_streamed_killed_run_leaves_no_table(tmp_path):
 
     code = textwrap.dedent(f"""
         import os, signal, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_phrases import _stream_corpus, _stream_opts
+        sys.path.insert(0, {str(ROOT)!r})
+        from tests.smt.train.test_phrases import _stream_corpus, _stream_opts
         from smt_features.train import extract_stream
         from smt_features.train.phrases import build_phrase_table
         extract_stream.encode_lines = lambda lines, gz: os.kill(os.getpid(), signal.SIGKILL)

@@ -16,6 +16,7 @@ from smt_features.cli.train import cli_main as train_phrases_main
 from smt_features.cli.train_reordering import cli_main
 from smt_features.train.reordering import DISC, MONO, SWAP, sentence_orientations
 from smt_features.train.reordering_scoring import Smoothing, probabilities, score_lines
+from tests import TEST_DATA
 
 M, S, D = MONO, SWAP, DISC
 
@@ -104,7 +105,7 @@ def test_train_phrases_reordering_flag_writes_the_same_table_and_its_moses_ini_l
     """smt-train-phrases --reordering msd-bidirectional-fe: smt-train-reordering's table from the step's own
     alignment, and with --lm the LexicalReordering0 line of train-model.perl in moses.ini; a bad value exits 2."""
     common = _corpus(tmp_path)
-    lm = str(Path(__file__).parent / "data" / "kenlm" / "hand_bigram.arpa")
+    lm = str(TEST_DATA / "kenlm" / "hand_bigram.arpa")
     out = tmp_path / "pt"
     assert train_phrases_main(common + ["--out-dir", str(out), "--processes", "1", "--max-phrase-length", "4",
                                         "--reordering", "msd-bidirectional-fe", "--lm", lm, "--lm-order", "2"]) == 0

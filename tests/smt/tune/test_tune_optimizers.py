@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from test_tune_loop import MOSES_INI, _tune_args, tune_setup  # noqa: F401 (a fixture)
+from tests.smt.tune.test_tune_loop import MOSES_INI, _tune_args, tune_setup  # noqa: F401 (a fixture)
 
 from smt_features.cli import tune as cli_tune
 from smt_features.model.moses_ini import parse_moses_ini

@@ -116,6 +116,36 @@ class PairScorer:
             out.extend(float(x) for x in lp.double().cpu().tolist())
         return out
 
+    def attention(self, srcs: Sequence[Sequence[str]], tgts: Sequence[Sequence[str]], batch_size: int = 64
+                  ) -> list[list[list[float]]]:
+        """The attention α of each pair, teacher-forced (an attention model such as RNNsearch; ``ValueError`` for
+        one without): ``len(tgt) + 1`` rows (the target words, then ``</s>``) over ``len(src) + 1`` columns (the
+        source words, then ``</s>``), each row summing to 1; in input order."""
+        import torch
+
+        from nmt.data.batching import pair_batch
+
+        out: list[list[list[float]]] = []
+        step = max(1, int(batch_size))
+        self.model.eval()
+        for lo in range(0, len(srcs), step):
+            s_chunk, t_chunk = srcs[lo:lo + step], tgts[lo:lo + step]
+            b = pair_batch([self.src_vocab.encode(list(s)) for s in s_chunk],
+                           [self.tgt_vocab.encode(list(t)) for t in t_chunk])
+            rows = []
+            with torch.no_grad():
+                state = self.model.start(b["src"].to(self.device))
+                for i in range(b["tgt_in"].shape[1]):
+                    _, state = self.model.step(b["tgt_in"][:, i].to(self.device), state)
+                    if "attn" not in state:
+                        raise ValueError(f"{type(self.model).__name__} does not attend (its decoder state has no "
+                                         "attention weights): attention comes from a model such as RNNsearch")
+                    rows.append(state["attn"].double().cpu())
+            alpha = torch.stack(rows, 1)  # [B, T + 1, S + 1] (padded)
+            for k, (s, t) in enumerate(zip(s_chunk, t_chunk)):
+                out.append(alpha[k, :len(t) + 1, :len(s) + 1].tolist())
+        return out
+
     def generate(self, sources: Sequence[Sequence[str]], *, nbest: int, beam_size: int,
                  batch_size: int = 64) -> list[list[tuple[tuple[str, ...], float]]]:
         """The encoder–decoder's own ``nbest`` targets for each source (batched beam search).

@@ -60,3 +60,17 @@ fi
 if [ -f third_party/build_search.sh ]; then
   bash third_party/build_search.sh || echo "WARNING: compiled search core not built (see above); smt-decode will use its Python search" >&2
 fi
+# Debian's Chromium and its WebDriver for the browser tests (smt-serve's web page, the report's screenshot): the
+# tests start /usr/bin/chromium through chromedriver with selenium (the dev extra); nothing is downloaded when they
+# run. Root and apt-get install them (skipped when both are there); without them the tests skip, and fail under CI.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== set-up: chromium + chromium-driver (apt-get), for the browser tests"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq chromium chromium-driver fonts-dejavu-core >/dev/null
+  else
+    echo "WARNING: chromium / chromedriver missing and no root apt-get: the browser tests will skip (fail with CI set);" \
+         "install them: apt-get install chromium chromium-driver" >&2
+  fi
+fi

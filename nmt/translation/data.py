@@ -33,6 +33,13 @@ class TranslationDataConfig:
     tgt_vocab: str | None = field(None, help="target vocabulary (default: DATA_DIR/vocab.TGT.tsv)")
     phrase_table: str | None = field(None, help="train on the unique pairs of this Moses phrase table instead "
                                                 "of sentence pairs (frequencies ignored, as in the paper)")
+    phrase_pairs: str = field("unique", help="with --phrase-table: 'unique' (the paper: each unique pair once per "
+                                             "epoch, counts ignored) or 'count' (each pair as often as it was "
+                                             "extracted, the joint count c(e,f) of the table's counts field: pairs "
+                                             "sampled by count)")
+    reverse: bool = field(False, help="train the reverse direction: the model reads the target side (--tgt files, "
+                                      "a table's second field) and predicts the source side, p(source | target), "
+                                      "for smt-rescore --reverse-model; the vocabularies follow their sides")
     stream_buffer: int | None = field(None, help="read the training pairs (the train files, or the unique pairs of "
                                                  "--phrase-table) as a stream each epoch and shuffle them in "
                                                  "windows of N pairs (memory bounded by N, not by the corpus; "
@@ -55,7 +62,7 @@ class TranslationDataConfig:
             "dev_src": f"val.tok.{self.src_lang}", "dev_tgt": f"val.tok.{self.tgt_lang}",
             "src_vocab": f"vocab.{self.src_lang}.tsv", "tgt_vocab": f"vocab.{self.tgt_lang}.tsv",
         }
-        out = {}
+        out: dict[str, str] = {}
         for key, name in defaults.items():
             value = getattr(self, key)
             if value is None:
@@ -65,28 +72,44 @@ class TranslationDataConfig:
                     raise ValueError(f"--{key.replace('_', '-')} is required when --data-dir is not given")
                 value = str(base / name)
             out[key] = value
+        if self.reverse:  # the model's input side is the target language: swap every src/tgt path
+            out = {swap_side(key): value for key, value in out.items()}
         return out
+
+
+def swap_side(key: str) -> str:
+    """``train_src`` <-> ``train_tgt``, ``src_vocab`` <-> ``tgt_vocab``, …"""
+    return key.replace("src", "\0").replace("tgt", "src").replace("\0", "tgt")
 
 
 def read_tokenized_pairs(src_path: str, tgt_path: str) -> list[tuple[list[str], list[str]]]:
     return [(s.split(), t.split()) for s, t in read_parallel(src_path, tgt_path)]
 
 
-def unique_phrase_pairs(table_path: str) -> list[tuple[list[str], list[str]]]:
+def unique_phrase_pairs(table_path: str, *, with_counts: bool = False
+                        ) -> list[tuple[list[str], list[str]]] | tuple[list[tuple[list[str], list[str]]], list[int]]:
     """Unique (source, target) phrase pairs of a Moses table, in table order; counts are ignored.
 
+    ``with_counts``: also each pair's joint count c(e,f), the third value of the table's counts field (Moses's
+    ``count(e) count(f) count(e,f)``), rounded to an integer ≥ 1; a line without it stops with its line number.
     Read with the strict phrase-table reader: a malformed line stops with its line number.
     """
     from nmt.core.formats.phrase_table_reader import iter_phrase_table
 
     seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
-    pairs = []
+    pairs, counts = [], []
     for entry in iter_phrase_table(table_path, keep_raw=False):
         key = (entry.src, entry.tgt)
         if key not in seen:
             seen.add(key)
             pairs.append((list(entry.src), list(entry.tgt)))
-    return pairs
+            if with_counts:
+                if len(entry.counts) < 3:
+                    raise DataError(f"{table_path}:{entry.line_no}: --phrase-pairs count needs the counts field "
+                                    "'c(e) c(f) c(e,f)' (Moses's 5th field); this line has "
+                                    f"{len(entry.counts)} count(s)")
+                counts.append(max(1, int(round(entry.counts[2]))))
+    return (pairs, counts) if with_counts else pairs
 
 
 class TranslationTask:
@@ -101,12 +124,25 @@ class TranslationTask:
         self.tgt_vocab: Vocabulary = load_vocab(self.paths["tgt_vocab"])
         self._stream: PairStream | None = None
         self._position: dict[str, int] | None = None
+        if cfg.phrase_pairs not in ("unique", "count"):
+            raise ValueError(f"--phrase-pairs must be 'unique' or 'count', not {cfg.phrase_pairs!r}")
+        if cfg.phrase_pairs == "count" and not cfg.phrase_table:
+            raise ValueError("--phrase-pairs count needs --phrase-table (sentence pairs have no counts)")
         if cfg.stream_buffer is not None:
+            if cfg.phrase_pairs != "unique" or cfg.reverse:
+                raise ValueError("--stream-buffer trains on the unique pairs in the forward direction only; "
+                                 "drop --phrase-pairs count / --reverse, or --stream-buffer")
             self._init_stream(cfg, batching)
             self._init_dev(cfg, dev_batch_size)
             return
+        repeats: list[int] | None = None
         if cfg.phrase_table:
-            raw = unique_phrase_pairs(cfg.phrase_table)
+            if cfg.phrase_pairs == "count":
+                raw, repeats = unique_phrase_pairs(cfg.phrase_table, with_counts=True)
+            else:
+                raw = unique_phrase_pairs(cfg.phrase_table)
+            if cfg.reverse:
+                raw = [(t, s) for s, t in raw]
             where = cfg.phrase_table
         else:
             raw = read_tokenized_pairs(self.paths["train_src"], self.paths["train_tgt"])
@@ -115,14 +151,20 @@ class TranslationTask:
                 raise DataError(f"{where}: empty file, and so is {self.paths['train_tgt']} (no training pairs)")
         if not raw:
             raise DataError(f"{where}: no phrase pairs to train on")
-        kept = [(s, t) for s, t in raw if len(s) <= cfg.max_len and len(t) <= cfg.max_len]
+        keep = [len(s) <= cfg.max_len and len(t) <= cfg.max_len for s, t in raw]
+        kept = [pair for pair, k in zip(raw, keep) if k]
         self.num_dropped = len(raw) - len(kept)
         if not kept:
             raise DataError(f"{where}: all {len(raw)} training pairs have more than --max-len {cfg.max_len} tokens "
                             "on a side; nothing left to train on")
         self.train_src = [self.src_vocab.encode(s) for s, _ in kept]
         self.train_tgt = [self.tgt_vocab.encode(t) for _, t in kept]
-        self.num_train = len(kept)
+        self.num_unique = len(kept)
+        if repeats is not None:  # pairs sampled by count: pair i appears c(e,f) times in every epoch
+            reps = [r for r, k in zip(repeats, keep) if k]
+            self.train_src = [ids for ids, r in zip(self.train_src, reps) for _ in range(r)]
+            self.train_tgt = [ids for ids, r in zip(self.train_tgt, reps) for _ in range(r)]
+        self.num_train = len(self.train_src)
         self._init_dev(cfg, dev_batch_size)
 
     def _init_stream(self, cfg: TranslationDataConfig, batching: tuple[int, int | None, int] | None) -> None:
@@ -151,6 +193,7 @@ class TranslationTask:
         self.load_extras = self._load_stream_extras
 
     def _init_dev(self, cfg: TranslationDataConfig, dev_batch_size: int) -> None:
+        # (with --reverse the paths are swapped already: dev_src is the target-language file)
         dev = read_tokenized_pairs(self.paths["dev_src"], self.paths["dev_tgt"])
         if not dev:
             raise DataError(f"{self.paths['dev_src']}: empty file, and so is {self.paths['dev_tgt']} "

@@ -21,7 +21,7 @@ from nmt.models.registry import DEFAULT_ARCH, get_arch
 from nmt.core.run_checks import clear_run, refuse_out_dir_inputs, refuse_trained_out_dir
 from nmt.training.trainer import Trainer
 from nmt.training.config import LoopConfig, OptimConfig
-from nmt.translation.data import TranslationDataConfig, TranslationTask
+from nmt.translation.data import TranslationDataConfig, TranslationTask, swap_side
 
 
 def run_translation_training(ctx: distributed.DistContext, data: TranslationDataConfig, model_cfg: GRUEncDecConfig, optim: OptimConfig,
@@ -47,7 +47,7 @@ def run_translation_training(ctx: distributed.DistContext, data: TranslationData
     for side, copy in copies.items():  # the model folder carries its vocabularies
         if ctx.is_main and Path(paths[f"{side}_vocab"]).resolve() != copy.resolve():
             shutil.copyfile(paths[f"{side}_vocab"], copy)
-        setattr(data, f"{side}_vocab", str(copy))
+        setattr(data, swap_side(f"{side}_vocab") if data.reverse else f"{side}_vocab", str(copy))
         task.paths[f"{side}_vocab"] = str(copy)  # the checkpoint records the copy
     ctx.barrier()  # the folder and the copies exist before any rank goes on
     data_dict = {k: v for k, v in dataclasses.asdict(data).items() if k != "stream_buffer" or v is not None}
@@ -58,7 +58,10 @@ def run_translation_training(ctx: distributed.DistContext, data: TranslationData
         with atomic_write(out / "config.yaml") as fh:
             yaml.safe_dump(resolved, fh, sort_keys=False, allow_unicode=True)
         procs = f", {ctx.world} processes ({ctx.backend})" if ctx.enabled else ""
-        print(f"nmt-train: {task.num_train} training pairs ({task.num_dropped} dropped by --max-len "
+        sampled = (f" (the {task.num_unique} unique pairs repeated by their counts)"
+                   if data.phrase_pairs == "count" and data.phrase_table else "")
+        direction = ", reverse direction (target → source)" if data.reverse else ""
+        print(f"nmt-train: {task.num_train} training pairs{sampled}{direction} ({task.num_dropped} dropped by --max-len "
               f"{data.max_len}), {len(task.dev_src)} dev pairs, vocab {len(task.src_vocab)}/{len(task.tgt_vocab)}, "
               f"{model.num_parameters():,} parameters, "
               f"{f'cell={model_cfg.cell}' if arch == DEFAULT_ARCH else f'arch={arch}'}{procs}", file=sys.stderr)

@@ -127,3 +127,27 @@ tune_decode_evaluate() {
       --name "${label:+$label }run $seed $s" --json "$tune/$s.scores.json"
   done
 }
+
+# phrase_vocab SMT K DIR: DIR/vocab.{en,fr}.tsv, the phrase model's vocabularies: the 4 special symbols, then the K
+# most frequent words of SMT/data/vocab.LANG.tsv (the prepare step's; K = full: every word).
+phrase_vocab() {
+  local k=$2 l
+  [ "$k" != full ] || k=1000000000
+  mkdir -p "$3"
+  for l in en fr; do
+    awk -v k="$k" 'NR <= 4 && /^</ { print; next } n < k { print; n++ }' "$1/data/vocab.$l.tsv" > "$3/vocab.$l.tsv"
+  done
+}
+
+# train_phrase_model CFG:SECTION SMT VOCAB_DIR DEV OUT THREADS DEVICE [FLAG...]: the RNN Encoder–Decoder on the
+# unique pairs of SMT/model/phrase-table.gz (Cho et al. 2014 §3.1; nmt-train with the config section, then FLAG...;
+# dev loss on SMT/data/DEV.tok.*), into OUT, marked finished by OUT/train.done; --resume continues a killed run.
+train_phrase_model() {
+  local section=$1 smt=$2 vocab_dir=$3 dev=$4 out=$5 threads=$6 device=$7
+  shift 7
+  "$bin/nmt-train" --config "$section" --data-dir "$smt/data" \
+    --src-vocab "$vocab_dir/vocab.en.tsv" --tgt-vocab "$vocab_dir/vocab.fr.tsv" \
+    --dev-src "$smt/data/$dev.tok.en" --dev-tgt "$smt/data/$dev.tok.fr" \
+    --phrase-table "$smt/model/phrase-table.gz" --out-dir "$out" --threads "$threads" --device "$device" --resume \
+    "$@" && touch "$out/train.done"
+}

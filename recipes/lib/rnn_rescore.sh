@@ -9,7 +9,8 @@
 #   recipes/lib/rnn_rescore.sh --config YAML --smt-work DIR --work DIR [--quick] [--model DIR]
 #                              [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
 #                              [--vocab K] [--device D] [--dev SPLIT] [--tests "A B"] [--tune-flags "..."]
-#                              [--filter-sets "A B"]
+#                              [--filter-sets "A B"] [--train-flags "..."] [--reverse] [--reverse-model DIR]
+#                              [--rescore-flags "..."] [--stop-after rescore]
 # --config: the recipe's config.yaml (its train_phrases[_quick] section trains the phrase model; its
 #   smt[_quick] section: dev/test splits, MERT settings, phrase_vocab); --dev/--tests/--tune-flags as
 #   smt_baseline.sh. Used by recipes/multi30k_enfr/table.sh, recipes/wmt_small/run.sh, recipes/wmt14_enfr/run.sh.
@@ -23,6 +24,14 @@
 # --tag: appended to the system names (+RNN(TAG), +RNN+WP(TAG)), to tell models apart in one report.
 # --model: an nmt-train folder with the prepare step's vocabularies (e.g. the sentence-trained model of
 #   recipes/multi30k_enfr/run.sh); default: train one on the phrase table (train_phrases, quick: train_phrases_quick).
+# --vocab full: every word of the prepare step's vocabularies (the paper's 15,000 cover all of Multi30k's).
+# --train-flags "...": extra nmt-train flags for the phrase model(s) (e.g. "--max-epochs 3 --max-updates 0
+#   --phrase-pairs count --preset cho2014"; docs/phrase_score.md).
+# --reverse: also train the reverse model p(f|e) (nmt-train --reverse, same settings, WORK/phrase_model.reverse)
+#   and append its score; --reverse-model DIR: take that reverse model instead.
+# --rescore-flags "...": extra smt-rescore flags (e.g. --length-normalize).
+# --stop-after rescore: stop once the rescored table is written (e.g. on a GPU machine: the MERT runs follow on
+#   CPU with the same command, which reuses the model and the table).
 # Outputs: WORK/phrase-table.rnn.gz (+ .moses.ini, .rescore.json), WORK/{rnn,rnnwp}.tune.R/, WORK/scores.md,
 #   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
 source "$(dirname "$0")/common.sh"
@@ -41,6 +50,11 @@ dev=""
 tests=""
 tune_extra=""
 filter_sets=""
+train_extra=""
+reverse=0
+reverse_model=""
+rescore_extra=""
+stop_after=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -55,12 +69,19 @@ while [ $# -gt 0 ]; do
     --tests) tests=$2; shift ;;
     --tune-flags) tune_extra=$2; shift ;;
     --filter-sets) filter_sets=$2; shift ;;
+    --train-flags) train_extra=$2; shift ;;
+    --reverse) reverse=1 ;;
+    --reverse-model) reverse_model=$2; shift ;;
+    --rescore-flags) rescore_extra=$2; shift ;;
+    --stop-after) stop_after=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
   shift
 done
 [ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$work" ] || \
   { echo "rnn_rescore.sh: give --config YAML, --smt-work DIR (smt_baseline.sh's) and --work DIR" >&2; exit 2; }
+case $stop_after in "" | rescore) ;; *) echo "rnn_rescore.sh: --stop-after takes 'rescore', not '$stop_after'" >&2; exit 2 ;; esac
+[ $reverse = 0 ] || [ -z "$reverse_model" ] || { echo "rnn_rescore.sh: give --reverse or --reverse-model, not both" >&2; exit 2; }
 [ -f "$smt/model/moses.ini" ] || { echo "rnn_rescore.sh: no $smt/model/moses.ini: run smt_baseline.sh first" >&2; exit 1; }
 smt_cfg=$cfg:smt$([ $quick = 1 ] && echo _quick || true)
 dev=${dev:-$(config_value "$smt_cfg" dev)}
@@ -75,24 +96,23 @@ smt=$(cd "$smt" && pwd)   # absolute: smt-tune --resume compares the paths it wa
 start=$(date +%s)
 t=$smt/text
 
+section=$([ $quick = 1 ] && echo train_phrases_quick || echo train_phrases)
+if [ -z "$model" ] || [ $reverse = 1 ]; then phrase_vocab "$smt" "$vocab" "$work"; fi
 if [ -z "$model" ]; then
   model=$work/phrase_model
-  section=$([ $quick = 1 ] && echo train_phrases_quick || echo train_phrases)
-  echo "== encoder–decoder on the phrase table's unique pairs ($section)"
+  echo "== encoder–decoder on the phrase table's unique pairs ($section${train_extra:+ + $train_extra})"
   t0=$(date +%s)
-  for l in en fr; do  # the 4 special symbols, then the K most frequent words
-    awk -v k="$vocab" 'NR <= 4 && /^</ { print; next } n < k { print; n++ }' "$smt/data/vocab.$l.tsv" \
-      > "$work/vocab.$l.tsv"
-  done
-  train_phrase_model() {
-    "$bin/nmt-train" --config "$cfg:$section" --data-dir "$smt/data" \
-      --src-vocab "$work/vocab.en.tsv" --tgt-vocab "$work/vocab.fr.tsv" \
-      --dev-src "$smt/data/$dev.tok.en" --dev-tgt "$smt/data/$dev.tok.fr" \
-      --phrase-table "$smt/model/phrase-table.gz" --out-dir "$model" --threads "$threads" --device "$device" --resume \
-      && touch "$model/train.done"
-  }
-  run_step "phrase model" "$model/train.done" -- train_phrase_model
+  run_step "phrase model" "$model/train.done" -- train_phrase_model "$cfg:$section" "$smt" "$work" "$dev" "$model" \
+    "$threads" "$device" $train_extra
   echo "training the phrase model: $(( $(date +%s) - t0 )) s"
+fi
+if [ $reverse = 1 ]; then
+  reverse_model=$work/phrase_model.reverse
+  echo "== the reverse model p(f|e) ($section${train_extra:+ + $train_extra} --reverse)"
+  t0=$(date +%s)
+  run_step "reverse phrase model" "$reverse_model/train.done" -- train_phrase_model "$cfg:$section" "$smt" "$work" \
+    "$dev" "$reverse_model" "$threads" "$device" $train_extra --reverse
+  echo "training the reverse phrase model: $(( $(date +%s) - t0 )) s"
 fi
 
 in_table=$smt/model/phrase-table.gz
@@ -110,16 +130,19 @@ echo "== smt-rescore: p_rnn(e|f) and WP for every pair of $in_table"
 table=$work/phrase-table.rnn.gz
 t0=$(date +%s)
 run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$in_table" --model "$model" \
+  ${reverse_model:+--reverse-model "$reverse_model"} $rescore_extra \
   --output "$table" --wp-column --resume --threads "$threads" --device "$device" --moses-ini "$smt/model/moses.ini"
-binarize_step "$table"
 echo "rescoring: $(( $(date +%s) - t0 )) s"
-# +RNN: the same table with the WP weight at 0 and fixed (the 5-score system); +RNN+WP: all 6 scores tuned
+if [ "$stop_after" = rescore ]; then echo "rnn_rescore.sh: --stop-after rescore: $table"; exit 0; fi
+binarize_step "$table"
+# +RNN: the same table with the WP weight (the last score) at 0 and fixed; +RNN+WP: all scores tuned
 "$py" "$lib/set_weight.py" "$table.moses.ini" "$work/rnn.moses.ini" TranslationModel0 -1 0
 cp "$table.moses.ini" "$work/rnnwp.moses.ini"
+wp_index=$(awk '/^TranslationModel0=/ { print NF - 2 }' "$table.moses.ini")   # the last of its weights
 
 for sys in $systems; do
   case $sys in
-    rnn) name="+RNN${tag:+($tag)}"; fixed=(--fixed TranslationModel0_5) ;;
+    rnn) name="+RNN${tag:+($tag)}"; fixed=(--fixed "TranslationModel0_$wp_index") ;;
     rnnwp) name="+RNN+WP${tag:+($tag)}"; fixed=() ;;
     *) echo "unknown system $sys (rnn, rnnwp)" >&2; exit 2 ;;
   esac

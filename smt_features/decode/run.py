@@ -24,10 +24,11 @@ from nmt.core.errors import refuse_overwriting_inputs
 from nmt.core.formats.nbest import format_nbest_line
 
 from smt_features.decode.corpus import decode_corpus
+from smt_features.decode.decoder import Decoder
 from smt_features.decode.load import build_decoder
 from smt_features.decode.options import search_options_from_config
 from smt_features.model.moses_ini import (
-    apply_weight_overrides, check_feature_files, parse_weight_string, read_moses_ini,
+    MosesConfig, apply_weight_overrides, check_feature_files, parse_weight_string, read_moses_ini,
 )
 
 STAT_TOTALS = ("expanded", "created", "recombined", "discarded", "pruned", "lm_misses")
@@ -121,6 +122,20 @@ def read_input(path: str, max_words: int = 0) -> list[str]:
     return lines
 
 
+def load_decoder(cfg: DecodeConfig, ini: MosesConfig | None = None) -> Decoder:
+    """The decoder of ``cfg.moses_ini`` (or of ``ini``, read from it already) with ``cfg``'s weight overrides and
+    search options (the flags win over the moses.ini's sections): what smt-decode and the Python API decode with."""
+    if ini is None:
+        ini = read_moses_ini(cfg.moses_ini)
+    if cfg.weights_override:
+        apply_weight_overrides(ini, parse_weight_string(cfg.weights_override, "--weights-override"))
+    options = search_options_from_config(
+        ini, stack_size=cfg.stack, distortion_limit=cfg.distortion_limit, beam_threshold=cfg.beam_threshold,
+        early_discarding_threshold=cfg.early_discarding_threshold, max_phrase_length=cfg.max_phrase_length,
+        search=cfg.search)
+    return build_decoder(ini, options=options, table_limit=cfg.table_limit)
+
+
 def run(cfg: DecodeConfig, nbest: tuple[str, int, bool] | None = None) -> dict:
     """Decode ``cfg.input`` to ``cfg.output`` (and the n-best list); returns the run's statistics."""
     from tqdm import tqdm
@@ -134,13 +149,8 @@ def run(cfg: DecodeConfig, nbest: tuple[str, int, bool] | None = None) -> dict:
     ini = read_moses_ini(cfg.moses_ini)
     refuse_overwriting_inputs(outputs, {f"{name} (path= in --moses-ini)": path
                                         for name, path in check_feature_files(ini).items()})
-    if cfg.weights_override:
-        apply_weight_overrides(ini, parse_weight_string(cfg.weights_override, "--weights-override"))
-    options = search_options_from_config(
-        ini, stack_size=cfg.stack, distortion_limit=cfg.distortion_limit, beam_threshold=cfg.beam_threshold,
-        early_discarding_threshold=cfg.early_discarding_threshold, max_phrase_length=cfg.max_phrase_length,
-        search=cfg.search)
-    decoder = build_decoder(ini, options=options, table_limit=cfg.table_limit)
+    decoder = load_decoder(cfg, ini)
+    options = decoder.options
     load_s = time.perf_counter() - t0
     print(f"[smt-decode] loaded {cfg.moses_ini} in {load_s:.1f} s: {len(decoder.table)} phrase pairs, "
           f"features {', '.join(f.name for f in decoder.features)}; stack {options.stack_size}, "

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nmt.core.formats.nbest import NBestEntry, NBestError
 from smt_features.model.weights import Weights, layout_of
@@ -85,7 +86,11 @@ def encdec_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int
     """ln p(hyp | src) incl. </s> under an ``nmt-train`` encoder–decoder (``PairScorer``)."""
     from nmt.scoring import PairScorer
 
-    scorer = PairScorer.load(model_dir, which=which, device=device, max_tokens=max_tokens)
+    return pair_score_fn(PairScorer.load(model_dir, which=which, device=device, max_tokens=max_tokens), batch_size)
+
+
+def pair_score_fn(scorer: Any, batch_size: int = 256) -> PairScoreFn:
+    """The pair scorer of a loaded ``nmt.scoring.PairScorer``: ln p(hyp | src) incl. </s>, empty hypotheses too."""
 
     def score(srcs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> list[float]:
         if any(not s for s in srcs):
@@ -114,6 +119,7 @@ class FeatureSpec:
     name: str
     lm: LMScoreFn | None = None
     pair: PairScoreFn | None = None
+    model: Any = None  # the loaded model behind ``pair``, when kept (an ``nmt.scoring.PairScorer``: its attention)
 
 
 def check_ids(entries: Sequence[NBestEntry], num_sources: int, path: str = "<n-best>") -> None:

@@ -6,6 +6,7 @@ text (:class:`smt_features.model.weights.Weights`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from nmt.core import config as C
@@ -13,7 +14,7 @@ from nmt.core.io import DataError, atomic_write, read_lines
 from nmt.core.errors import UsageError, refuse_overwriting_inputs
 from nmt.core.formats.nbest import NBestEntry, iter_nbest, write_nbest
 from nmt.core.paths import resolve_checkpoint
-from nmt.scoring import naming_checkpoint
+from nmt.scoring import PairScorer, naming_checkpoint
 from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R
 from smt_features.tune.optimizers import OPTIMIZERS
@@ -83,6 +84,31 @@ def load_model(path: str, which: str, build):
         return build()
 
 
+def feature_specs(lm: Sequence[str] = (), kenlm: Sequence[str] = (), encdec: Sequence[str] = (), *,
+                  checkpoint: str = "auto", batch_size: int = 256, max_tokens: int = 4000, device: str = "cpu",
+                  taken: Iterable[str] = ()) -> list[R.FeatureSpec]:
+    """The scorers of ``--lm``, ``--kenlm`` and ``--encdec`` items (``NAME=PATH``), in that order; a name in
+    ``taken`` (the n-best list's own features) or given twice is refused. Used by smt-rerank and the Python API."""
+    specs: list[R.FeatureSpec] = []
+    seen = set(taken)
+    for kind, items in (("lm", lm), ("kenlm", kenlm), ("encdec", encdec)):
+        for item in items:
+            name, path = R.parse_named(item, f"--{kind}")
+            if name in seen:
+                raise ValueError(f"--{kind}: feature name {name} is already used (n-best or another model)")
+            seen.add(name)
+            if kind == "lm":
+                specs.append(R.FeatureSpec(name, lm=load_model(path, checkpoint, lambda: R.neural_lm_scorer(
+                    path, which=checkpoint, batch_size=batch_size, max_tokens=max_tokens, device=device))))
+            elif kind == "kenlm":
+                specs.append(R.FeatureSpec(name, lm=R.kenlm_scorer(path)))
+            else:
+                model = load_model(path, checkpoint, lambda: PairScorer.load(path, which=checkpoint, device=device,
+                                                                             max_tokens=max_tokens))
+                specs.append(R.FeatureSpec(name, pair=R.pair_score_fn(model, batch_size), model=model))
+    return specs
+
+
 def run(cfg: RerankConfig) -> dict:
     """Read the n-best list, add the features, tune and/or apply weights, write what was asked for."""
     if not (cfg.output or cfg.one_best or cfg.tune):
@@ -104,22 +130,8 @@ def run(cfg: RerankConfig) -> dict:
         R.check_ids(entries, len(sources), cfg.nbest)
         num = len(sources)
 
-    specs: list[R.FeatureSpec] = []
-    seen: set[str] = {n for n, _ in entries[0].features}
-    for kind, items in (("lm", cfg.lm), ("kenlm", cfg.kenlm), ("encdec", cfg.encdec)):
-        for item in items:
-            name, path = R.parse_named(item, f"--{kind}")
-            if name in seen:
-                raise ValueError(f"--{kind}: feature name {name} is already used (n-best or another model)")
-            seen.add(name)
-            if kind == "lm":
-                specs.append(R.FeatureSpec(name, lm=load_model(path, cfg.checkpoint, lambda: R.neural_lm_scorer(
-                    path, which=cfg.checkpoint, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens))))
-            elif kind == "kenlm":
-                specs.append(R.FeatureSpec(name, lm=R.kenlm_scorer(path)))
-            else:
-                specs.append(R.FeatureSpec(name, pair=load_model(path, cfg.checkpoint, lambda: R.encdec_scorer(
-                    path, which=cfg.checkpoint, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens))))
+    specs = feature_specs(cfg.lm, cfg.kenlm, cfg.encdec, checkpoint=cfg.checkpoint, batch_size=cfg.batch_size,
+                          max_tokens=cfg.max_tokens, taken={n for n, _ in entries[0].features})
     values = R.compute_features(entries, specs, sources)
     entries = R.add_features(entries, values)
     if cfg.drop:

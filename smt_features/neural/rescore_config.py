@@ -44,6 +44,10 @@ class RescoreConfig:
     shard: str = field("", help="'i/N': rescore only the i-th of N line-range shards (0-based)")
     resume: bool = field(False, help="commit the output chunk by chunk under OUTPUT.parts/ and continue an "
                                      "interrupted run")
+    length_normalize: bool = field(False, help="write exp(ln p / N) instead of p, N = the predicted tokens "
+                                               "(target words + </s>; for --reverse-model source words + </s>): the "
+                                               "per-token geometric mean, so that the feature does not simply "
+                                               "favour short phrases")
     wp_column: bool = field(False, help="append the WP feature exp(-n), n = source+target words unknown to "
                                         "the network")
     skip_bad: bool = field(False, help="drop malformed lines (counted, listed in OUTPUT.skipped) instead of "
@@ -139,8 +143,9 @@ def make_plan(total_lines: int, window: int, chunk_lines: int, shard: tuple[int,
 
 def appended_columns(cfg: RescoreConfig) -> list[str]:
     """Names of the scores ``cfg`` appends to every line, in order."""
-    return ["p_rnn(e|f)"] + (["p_rnn(f|e)"] if cfg.reverse_model else []) + (["WP=exp(-unk)"] if cfg.wp_column
-                                                                             else [])
+    norm = "^(1/N)" if cfg.length_normalize else ""
+    return ([f"p_rnn(e|f){norm}"] + ([f"p_rnn(f|e){norm}"] if cfg.reverse_model else [])
+            + (["WP=exp(-unk)"] if cfg.wp_column else []))
 
 
 # -- what determines the output, and where it goes --------------------------------------------------------
@@ -159,7 +164,7 @@ def run_settings(cfg: RescoreConfig, plan: Plan, shard: tuple[int, int], ckpts: 
             "table_mtime_ns": st.st_mtime_ns, "total_lines": plan.total_lines, "shard": list(shard),
             "checkpoints": [{"path": str(p.resolve()), "sha256": sha256_prefix(p)} for p in ckpts],
             "window": cfg.window, "chunk_lines": cfg.chunk_lines, "max_tokens": cfg.max_tokens,
-            "floor": cfg.floor, "wp_column": cfg.wp_column, "skip_bad": cfg.skip_bad, "amp": cfg.amp,
+            "floor": cfg.floor, "wp_column": cfg.wp_column, "length_normalize": cfg.length_normalize, "skip_bad": cfg.skip_bad, "amp": cfg.amp,
             "device_type": cfg.device.split(":")[0], "softmax_block": cfg.softmax_block,
             "gzip": cfg.output.endswith(".gz")}
 

@@ -48,11 +48,16 @@ def format_window(window: Window, result: dict[str, Any], cfg: RescoreConfig) ->
             line_no = window.line_nos[int(np.flatnonzero(np.isnan(values))[0])]
             raise ValueError(f"{cfg.table}:{line_no}: the {'reverse ' if key[0] == 'r' else ''}model scored "
                              "NaN (a broken checkpoint?)")
-    p = np.exp(result["log_prob"])
+    log_prob, rev_log_prob = result["log_prob"], result.get("rev_log_prob")
+    if cfg.length_normalize:  # ln p / N, N = the tokens the model predicts: the other side's words + </s>
+        log_prob = log_prob / np.array([len(t) + 1 for t in window.tgts], dtype=np.float64)
+        if rev_log_prob is not None:
+            rev_log_prob = rev_log_prob / np.array([len(s) + 1 for s in window.srcs], dtype=np.float64)
+    p = np.exp(log_prob)
     stats["clamped"] = int((p < floor).sum())
     cols.append(np.clip(p, floor, 1.0))
-    if "rev_log_prob" in result:
-        pr = np.exp(result["rev_log_prob"])
+    if rev_log_prob is not None:
+        pr = np.exp(rev_log_prob)
         stats["clamped_reverse"] = int((pr < floor).sum())
         cols.append(np.clip(pr, floor, 1.0))
     unk = result["src_unk"] + result["tgt_unk"]

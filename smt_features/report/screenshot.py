@@ -17,7 +17,9 @@ def screenshot(html_path: str | Path, png_path: str | Path, size: str = "1280,32
     png = Path(png_path).resolve()
     png.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
-        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={profile}",
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}",
                f"--window-size={size}", f"--screenshot={png}", Path(html_path).resolve().as_uri()]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not png.is_file() or png.read_bytes()[:8] != b"\x89PNG\r\n\x1a\n":

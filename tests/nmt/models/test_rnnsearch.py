@@ -230,3 +230,34 @@ def test_nmt_train_refuses_options_of_the_other_arch(toy_data: Path, tmp_path: P
     assert _train(toy_data, tmp_path / "b", "--preset", "tiny") == 2
     assert "unknown --preset 'tiny' for --arch rnnsearch" in capsys.readouterr().err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_pair_scorer_attention_is_the_beams(toy_data: Path, tmp_path: Path) -> None:
+    """PairScorer.attention (teacher-forced) over nmt-translate's 1-best = the attention its beam search recorded
+    (nmt-translate --attention); a model without attention is refused."""
+    import json
+
+    out = tmp_path / "m"
+    assert _train(toy_data, out) == 0
+    (tmp_path / "in.txt").write_text("s1 s2\ns3 s4 s5 s1\n", encoding="utf-8")
+    assert translate_main(["--model", str(out), "--checkpoint", "last", "--input", str(tmp_path / "in.txt"),
+                           "--output", str(tmp_path / "out.txt"), "--tokenized", "true", "--detokenize", "false",
+                           "--beam-size", "3", "--threads", "1", "--attention", str(tmp_path / "att.jsonl")]) == 0
+    records = [json.loads(line) for line in (tmp_path / "att.jsonl").read_text(encoding="utf-8").splitlines()]
+    scorer = PairScorer.load(out, which="last")
+    srcs = [r["source"][:-1] for r in records]
+    tgts = [r["target"][:-1] if r["target"][-1:] == ["</s>"] else r["target"] for r in records]
+    got = scorer.attention(srcs, tgts, batch_size=1)
+    for rec, rows in zip(records, got):
+        want = rec["attention"]
+        assert len(rows) >= len(want) and all(len(r) == len(rec["source"]) for r in rows)
+        for a, b in zip(rows, want):
+            assert np.allclose(a, b, atol=1e-5)
+        assert all(math.isclose(sum(r), 1.0, rel_tol=1e-6) for r in rows)
+    for a, b in zip(got, scorer.attention(srcs, tgts, batch_size=8)):  # batching (padding) changes nothing
+        assert np.allclose(a, b, atol=1e-6)
+    rnnenc = tmp_path / "enc"
+    assert train_main(["--data-dir", str(toy_data), "--out-dir", str(rnnenc), "--preset", "tiny", "--max-updates", "1",
+                       "--progress", "false", "--threads", "1"]) == 0
+    with pytest.raises(ValueError, match="does not attend"):
+        PairScorer.load(rnnenc, which="last").attention([["s1"]], [["t1"]])

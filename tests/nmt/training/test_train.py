@@ -161,6 +161,60 @@ def test_trains_on_unique_phrase_table_pairs(tmp_path: Path, monkeypatch) -> Non
         raise AssertionError("malformed line accepted")
 
 
+def test_phrase_pairs_by_count_and_reverse_direction(tmp_path: Path, monkeypatch) -> None:
+    """--phrase-pairs count: each unique pair as often as its joint count c(e,f) per epoch; --reverse: the model
+    reads the target phrase and predicts the source, with the vocabularies swapped to their sides."""
+    from collections import Counter
+
+    from nmt.data.vocab import Vocabulary
+    from nmt.translation_data import TranslationTask
+
+    toy = Path(__file__).parent / "data" / "smt" / "toy.phrase-table"
+    rows = [line.split(" ||| ") for line in toy.read_text(encoding="utf-8").splitlines()]
+    joint = Counter({(tuple(r[0].split()), tuple(r[1].split())): int(r[4].split()[2]) for r in rows})
+    Vocabulary.build([list(s) for s, _ in joint], max_size=None).save(tmp_path / "vocab.de.tsv")
+    Vocabulary.build([list(t) for _, t in joint], max_size=None).save(tmp_path / "vocab.en.tsv")
+    (tmp_path / "val.tok.de").write_text("das haus\n", encoding="utf-8")
+    (tmp_path / "val.tok.en").write_text("the house\n", encoding="utf-8")
+    src_vocab, tgt_vocab = Vocabulary.load(tmp_path / "vocab.de.tsv"), Vocabulary.load(tmp_path / "vocab.en.tsv")
+
+    seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    make_batch = TranslationTask.make_batch
+
+    def recording_make_batch(self, indices):
+        seen.extend((tuple(self.train_src[i]), tuple(self.train_tgt[i])) for i in indices)
+        return make_batch(self, indices)
+
+    monkeypatch.setattr(TranslationTask, "make_batch", recording_make_batch)
+    common = ["--phrase-table", str(toy), "--data-dir", str(tmp_path), "--src-lang", "de", "--tgt-lang", "en",
+              "--preset", "tiny", "--max-epochs", "1", "--batch-size", "2", "--progress", "false", "--threads", "1"]
+    assert train_main([*common, "--out-dir", str(tmp_path / "count"), "--phrase-pairs", "count"]) == 0
+    want = Counter({(tuple(src_vocab.encode(list(s))), tuple(tgt_vocab.encode(list(t)))): n
+                    for (s, t), n in joint.items()})
+    assert Counter(seen) == want and sum(want.values()) > len(want)  # the fixture's counts are not all 1
+
+    seen.clear()
+    out = tmp_path / "reverse"
+    assert train_main([*common, "--out-dir", str(out), "--reverse"]) == 0
+    assert Counter(seen) == Counter((tuple(tgt_vocab.encode(list(t))), tuple(src_vocab.encode(list(s))))
+                                    for s, t in joint)
+    ckpt = load_checkpoint(out / "checkpoint_last.pt")
+    assert (out / "src_vocab.tsv").read_text() == (tmp_path / "vocab.en.tsv").read_text()  # input side: English
+    assert (out / "tgt_vocab.tsv").read_text() == (tmp_path / "vocab.de.tsv").read_text()
+    assert ckpt["model"]["src_embed.weight"].shape[0] == len(tgt_vocab)  # the model reads English
+    # the recorded config resolves to the same (model-side) files again
+    from nmt.translation_data import TranslationDataConfig
+    data = yaml.safe_load((out / "config.yaml").read_text())["data"]
+    paths = TranslationDataConfig(**data).resolved_paths()
+    assert Path(paths["src_vocab"]).resolve() == (out / "src_vocab.tsv").resolve()
+    assert paths["dev_src"].endswith("val.tok.en")
+
+    # sentence pairs have no counts: refused before anything is written
+    assert train_main(["--data-dir", str(tmp_path), "--src-lang", "de", "--tgt-lang", "en", "--out-dir",
+                       str(tmp_path / "x"), "--phrase-pairs", "count", "--progress", "false"]) == 2
+    assert not (tmp_path / "x").exists()
+
+
 def test_weight_averaging_on_stall_resumes_exactly(toy_data: Path, tmp_path: Path) -> None:
     """--average on_stall: a running mean of the parameters from the first dev evaluation that does not
     improve; it is what evaluation and checkpoint_best see, and checkpoint_last carries it."""

@@ -269,6 +269,30 @@ def test_decode_corpus_two_processes_keeps_order():
     assert all(len(r.nbest) >= 1 for r in two)
 
 
+def test_decoding_pool_reused_per_sentence_sizes_and_interrupts():
+    """One DecodingPool serves several calls (per-sentence n-best sizes), the workers forked once; with
+    ignore_interrupt they outlive SIGINT and SIGTERM (sent to the process group) and go on decoding."""
+    import multiprocessing
+    import os
+    import signal
+
+    from smt_features.decode.corpus import DecodingPool
+
+    dec = make_decoder()
+    lines = ["a b", "b c a b", "c", "a q b"]
+    with DecodingPool(dec, 2, ignore_interrupt=True) as pool:
+        workers = multiprocessing.active_children()
+        assert len(workers) == 2
+        first = list(pool.decode(lines, nbest=[0, 3, 2, 0]))
+        for w, sig in zip(workers, (signal.SIGINT, signal.SIGTERM)):
+            os.kill(w.pid, sig)
+        second = list(pool.decode(lines, nbest=3, first_id=10))
+        assert all(w.is_alive() for w in workers) and set(multiprocessing.active_children()) == set(workers)
+    assert [len(r.nbest) for r in first][0::3] == [0, 0] and len(first[1].nbest) == 3 and len(first[2].nbest) >= 1
+    assert [r.best.text for r in first] == [r.best.text for r in second] == [dec.translate(x).text for x in lines]
+    assert [r.sent_id for r in second] == [10, 11, 12, 13]
+
+
 def test_featureset_weights_errors():
     fs = FeatureSet(make_features())
     with pytest.raises(KeyError, match="LM0"):

@@ -52,6 +52,21 @@ def test_columns_match_pair_scorer_and_bytes_are_kept(setup, tmp_path: Path) -> 
     assert all(len(e.scores) == 7 for e in iter_phrase_table(out))
 
 
+def test_length_normalized_columns_are_per_token_geometric_means(setup, tmp_path: Path) -> None:
+    """--length-normalize: exp(ln p(e|f) / (|e| + 1)) and exp(ln p(f|e) / (|f| + 1)), from the same scores."""
+    plain, norm = tmp_path / "plain.gz", tmp_path / "norm.gz"
+    run_rescore(setup["table"], setup["fwd"], plain, reverse_model=str(setup["rev"]), floor=1e-300)
+    summary = run_rescore(setup["table"], setup["fwd"], norm, reverse_model=str(setup["rev"]), floor=1e-300,
+                          length_normalize=True)
+    assert summary["columns_appended"] == ["p_rnn(e|f)^(1/N)", "p_rnn(f|e)^(1/N)"]
+    entries = list(iter_phrase_table(setup["table"]))
+    for e, a, b in zip(entries, table_lines(plain), table_lines(norm)):
+        (pf, pr), (nf, nr) = strip_appended(a, 2)[1], strip_appended(b, 2)[1]
+        assert math.log(nf) == pytest.approx(math.log(pf) / (len(e.tgt) + 1), rel=1e-4, abs=1e-5)
+        assert math.log(nr) == pytest.approx(math.log(pr) / (len(e.src) + 1), rel=1e-4, abs=1e-5)
+        assert nf >= pf and nr >= pr
+
+
 def test_torch_cell_model_matches_pair_scorer(setup, tmp_path: Path) -> None:
     """The generic decoder path (``--cell torch``: no per-word table, no context terms) scores the same."""
     model = train_model(setup["data"], tmp_path / "torch_cell", "en", "fr", "--cell", "torch")

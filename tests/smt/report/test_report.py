@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -188,6 +189,8 @@ def test_screenshot_in_headless_chromium(tmp_path: Path) -> None:
     import shutil
 
     if not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")):
+        if os.environ.get("CI"):  # scripts/setup.sh installs it: under CI a missing browser is a failure
+            pytest.fail("no chromium on PATH (scripts/setup.sh: apt-get install chromium)")
         pytest.skip("no chromium on PATH (Debian: apt-get install chromium)")
     exp = _fake_experiment(tmp_path)
     shot = tmp_path / "shot.png"

@@ -167,9 +167,9 @@ def test_phrase_pairs_by_count_and_reverse_direction(tmp_path: Path, monkeypatch
     from collections import Counter
 
     from nmt.data.vocab import Vocabulary
-    from nmt.translation_data import TranslationTask
+    from nmt.translation.data import TranslationTask
 
-    toy = Path(__file__).parent / "data" / "smt" / "toy.phrase-table"
+    toy = TEST_DATA / "smt" / "toy.phrase-table"
     rows = [line.split(" ||| ") for line in toy.read_text(encoding="utf-8").splitlines()]
     joint = Counter({(tuple(r[0].split()), tuple(r[1].split())): int(r[4].split()[2]) for r in rows})
     Vocabulary.build([list(s) for s, _ in joint], max_size=None).save(tmp_path / "vocab.de.tsv")
@@ -203,7 +203,7 @@ def test_phrase_pairs_by_count_and_reverse_direction(tmp_path: Path, monkeypatch
     assert (out / "tgt_vocab.tsv").read_text() == (tmp_path / "vocab.de.tsv").read_text()
     assert ckpt["model"]["src_embed.weight"].shape[0] == len(tgt_vocab)  # the model reads English
     # the recorded config resolves to the same (model-side) files again
-    from nmt.translation_data import TranslationDataConfig
+    from nmt.translation.data import TranslationDataConfig
     data = yaml.safe_load((out / "config.yaml").read_text())["data"]
     paths = TranslationDataConfig(**data).resolved_paths()
     assert Path(paths["src_vocab"]).resolve() == (out / "src_vocab.tsv").resolve()

@@ -21,10 +21,10 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import SRC_WORDS, DICTIONARY
+from tests.toy_corpus import SRC_WORDS, DICTIONARY
 from nmt.data.truecase import train_file
 from nmt.data.vocab import Vocabulary
-from nmt.formats.phrase_table import write_phrase_table
+from nmt.core.formats.phrase_table import write_phrase_table
 from smt_features.model.moses_ini_build import default_config
 
 NBEST = 5

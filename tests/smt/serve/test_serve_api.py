@@ -8,12 +8,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from serve_fixtures import NBEST, build_tiny_experiment
+from tests.smt.serve.serve_fixtures import NBEST, build_tiny_experiment
 
 from nmt.data.tokenize import MosesTokenizer
 from nmt.data.truecase import Truecaser, detruecase
-from nmt.errors import UsageError
-from nmt.formats.nbest import read_nbest
+from nmt.core.errors import UsageError
+from nmt.core.formats.nbest import read_nbest
 from smt_features.serve.api import Request, System
 from smt_features.serve.layout import from_work
 
@@ -176,7 +176,7 @@ def test_distinct_nbest(baseline: System, full: System) -> None:
 
 def test_explicit_files_are_the_same_system(full: System, work: Path) -> None:
     """smt-serve's flags for the files one by one (no work folder) load the same system."""
-    from nmt import config as C
+    from nmt.core import config as C
     from smt_features.serve.server import ServeConfig, system_files
 
     d = work / "smt" / "data"

@@ -11,9 +11,9 @@ import xmlrpc.client
 from pathlib import Path
 
 import pytest
-from serve_fixtures import NBEST, build_tiny_experiment, http, serving
+from tests.smt.serve.serve_fixtures import NBEST, build_tiny_experiment, http, serving
 
-from nmt.formats.nbest import parse_nbest_line
+from nmt.core.formats.nbest import parse_nbest_line
 from smt_features.serve.api import Request, System
 from smt_features.serve.batcher import Batcher
 from smt_features.serve.requests import Limits

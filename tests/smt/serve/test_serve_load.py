@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from serve_fixtures import build_tiny_experiment
+from tests import ROOT
+from tests.smt.serve.serve_fixtures import build_tiny_experiment
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "serve_load.py"
+SCRIPT = ROOT / "benchmarks" / "serve_load.py"
 
 
 def test_serve_load_benchmark(tmp_path_factory) -> None:

@@ -4,7 +4,7 @@ n-best tables, the attention heat map; a screenshot.
 
 The same code takes the show-piece of docs/serve.md from a server on a real system::
 
-    python tests/serve/test_serve_page.py --url http://127.0.0.1:8080 --text "A man in an orange hat." \\
+    python tests/smt/serve/test_serve_page.py --url http://127.0.0.1:8080 --text "A man in an orange hat." \\
         --out docs/img/serve_page.png
 """
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _need_browser() -> None:
 
 def test_the_page_translates_and_links_phrases(tmp_path_factory) -> None:
     _need_browser()
-    from serve_fixtures import build_tiny_experiment, serving
+    from tests.smt.serve.serve_fixtures import build_tiny_experiment, serving
 
     from smt_features.serve.api import System
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import refused
-from serve_fixtures import build_tiny_experiment
+from tests.refusal import refused
+from tests.smt.serve.serve_fixtures import build_tiny_experiment
 
 from smt_features.cli.serve import cli_main as serve_main
 

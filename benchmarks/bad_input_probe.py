@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the repository, for the tests package (never tests/ itself: its nmt/ would shadow nmt)
 
-from probe import Workspace, all_cases  # noqa: E402
-from probe.runner import run_as_script  # noqa: E402
+from tests.probe import Workspace, all_cases  # noqa: E402
+from tests.probe.runner import run_as_script  # noqa: E402
 
 
 def main() -> int:

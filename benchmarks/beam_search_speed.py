@@ -1,4 +1,7 @@
-"""Time nmt.search.beam_search alone (model loaded, batches built), split into the model's time and the search's own.
+"""Time the beam search alone (model loaded, batches built), split into the model's time and the search's own.
+
+The search is ``nmt.translation.search.beam_search`` (``nmt.search.beam_search`` in a checkout from before
+the ground floor's rooms, issue 24; both are found).
 
 For any checkout: run it with that checkout first on the path, from a folder that holds no ``nmt``
 (``python -m`` or a cwd of this repository would put this checkout first)::
@@ -24,8 +27,12 @@ import torch  # noqa: E402
 import nmt  # noqa: E402
 from nmt.data.batching import pad  # noqa: E402
 from nmt.data.special import EOS  # noqa: E402
-from nmt.model_io import load_translation_model  # noqa: E402
-from nmt.search import beam_search  # noqa: E402
+try:
+    from nmt.translation.model_io import load_translation_model  # noqa: E402
+    from nmt.translation.search import beam_search  # noqa: E402
+except ImportError:  # a checkout from before the rooms
+    from nmt.model_io import load_translation_model  # noqa: E402
+    from nmt.search import beam_search  # noqa: E402
 
 MODEL_METHODS = ("encode", "init_decoder", "precompute_context", "decode_step", "start", "step")
 

@@ -136,7 +136,7 @@ def main() -> int:
         bleu = chrf = None
         if refs is not None:
             from nmt.data.tokenize import MosesTokenizer
-            from nmt.evaluate import evaluate
+            from nmt.translation.evaluate import evaluate
 
             detok = MosesTokenizer(args.target_lang)
             ev = evaluate([detok.detokenize(r.best.tokens) for r in results], refs)

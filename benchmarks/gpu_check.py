@@ -14,7 +14,7 @@ Rows:
   target tokens (EOS included, padding excluded) per second over the steps after
   ``--warmup``; loss = mean cross-entropy (nats/token) of the last step, so it should
   fall clearly below ln V on a working device.
-* ``rescore``: :class:`nmt.rescoring_engine.RescoringEngine` over ``--pairs`` synthetic
+* ``rescore``: :class:`nmt.translation.rescoring_engine.RescoringEngine` over ``--pairs`` synthetic
   phrase pairs (1–7 words each) with a randomly initialised encoder–decoder, per amp
   mode (none = fp32, bf16, fp16; fp16 needs CUDA). Throughput in pairs/s (best of
   ``--repeats`` after one warm-up call); the "loss" column holds the mean ln p per pair
@@ -22,7 +22,7 @@ Rows:
 
 The data are synthetic (random ids; no corpus needed on the device machine) so the
 figures are throughput and "does the loss fall" checks, not quality results.
-bf16 (see :mod:`nmt.precision`): on a CPU without oneDNN's bf16 LSTM kernel (no AVX-512 BF16 /
+bf16 (see :mod:`nmt.training.precision`): on a CPU without oneDNN's bf16 LSTM kernel (no AVX-512 BF16 /
 AMX, e.g. AVX2-only AMD EPYC) the fused LSTM of ``lstm``, ``rm``, ``rmr`` runs its recurrence in
 fp32 inside the bf16 row, and the row's note says so; the header line says which path this
 CPU takes. On a GPU without bf16, ``--amp bf16`` exits with status 2 before any row runs and
@@ -47,9 +47,9 @@ from nmt.data.special import BOS, EOS, PAD, SPECIALS
 from nmt.data.vocab import Vocabulary
 from nmt.models.gru_encdec import build_model, config_with_preset
 from nmt.models.lm import build_lm, make_lm_batch
-from nmt.precision import AMP_DTYPES as AMP
-from nmt.precision import LSTM_FP32_NOTE, amp_problem, describe_bf16, fallback_count
-from nmt.rescoring_engine import RescoringEngine
+from nmt.training.precision import AMP_DTYPES as AMP
+from nmt.training.precision import LSTM_FP32_NOTE, amp_problem, describe_bf16, fallback_count
+from nmt.translation.rescoring_engine import RescoringEngine
 
 LM_ARCHS = ("lstm", "rm", "rmr", "mogrifier")
 

@@ -22,8 +22,8 @@ import torch  # noqa: E402
 
 from nmt.data.batching import bucketed_batches  # noqa: E402
 from nmt.models.gru_encdec import config_with_preset, build_model  # noqa: E402
-from nmt.train_config import OptimConfig, build_optimizer  # noqa: E402
-from nmt.translation_data import TranslationDataConfig, TranslationTask  # noqa: E402
+from nmt.training.config import OptimConfig, build_optimizer  # noqa: E402
+from nmt.translation.data import TranslationDataConfig, TranslationTask  # noqa: E402
 
 
 def tokens_per_second(cell: str, preset: str, task: TranslationTask, batches, rounds_of: int) -> float:

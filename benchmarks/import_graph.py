@@ -7,19 +7,29 @@ Reports, in the units of the architecture issue:
   - import cycles: strongly connected groups of modules (size ≥ 2),
   - file pairs crossing the floors (an ``smt_features`` module importing an ``nmt`` module) and which
     ``nmt`` modules they reach (the basics vs the neural face ``nmt.scoring``),
-  - the largest files (lines) and how many exceed 400 lines.
+  - the largest files (lines) and how many exceed 400 lines,
+  - the rooms of each floor (the direct children of ``nmt`` and ``smt_features``, packages or single modules):
+    modules per room, the arrows between rooms (room pairs with at least one direct import), and the floors
+    (the longest chain of arrows, counted in rooms; each room's floor, 1 = the bottom),
+  - the import-linter contracts of the checkout's pyproject.toml: how many are kept and broken.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
+import re
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import grimp
 
-BASICS = ("nmt.data.io", "nmt.config", "nmt.errors", "nmt.formats", "nmt.perplexity", "nmt.paths", "nmt.logs",
+# the torch-free basics both floors share: nmt/core/ since the ground floor has rooms (issue 24); before it,
+# the flat modules named here, kept so that an older checkout is measured in the same units
+BASICS = ("nmt.core", "nmt.data.io", "nmt.config", "nmt.errors", "nmt.formats", "nmt.perplexity", "nmt.paths", "nmt.logs",
           "nmt.data.special")
 
 
@@ -64,6 +74,54 @@ def strongly_connected(graph: grimp.ImportGraph, modules: list[str]) -> list[lis
     return groups
 
 
+def room_of(module: str) -> str:
+    """The room of ``module``: its floor's direct child (``nmt.lm.task`` -> ``nmt.lm``; ``nmt.scoring`` itself)."""
+    return ".".join(module.split(".")[:2])
+
+
+def rooms(graph: grimp.ImportGraph, floor: str) -> dict:
+    """The rooms of ``floor``: modules per room, the arrows between rooms, and the floors of the room graph."""
+    mods = sorted(m for m in graph.modules if m.startswith(floor + "."))
+    size = Counter(room_of(m) for m in mods)
+    arrows = sorted({(room_of(a), room_of(b)) for a in mods for b in graph.find_modules_directly_imported_by(a)
+                     if b.startswith(floor + ".") and room_of(a) != room_of(b)})
+    below: dict[str, list[str]] = {r: [] for r in size}
+    for a, b in arrows:
+        below[a].append(b)
+
+    @functools.lru_cache(maxsize=None)
+    def level(room: str, seen: frozenset = frozenset()) -> int:
+        if room in seen:  # a cycle between rooms: no floors can be drawn through it
+            raise ValueError(f"rooms of {floor} import each other in a circle through {room}")
+        return 1 + max((level(b, seen | {room}) for b in below[room]), default=0)
+
+    try:
+        levels = {r: level(r) for r in sorted(size)}
+    except ValueError:
+        levels = {}
+    return {
+        "rooms": dict(sorted(size.items(), key=lambda kv: (-levels.get(kv[0], 0), kv[0]))),
+        "arrows": [f"{a} -> {b}" for a, b in arrows],
+        "floors": max(levels.values(), default=0),
+        "floor_of_room": levels,
+    }
+
+
+def contracts(repo: Path) -> dict:
+    """Kept and broken import-linter contracts of ``repo`` (``lint-imports`` run there, on its own code)."""
+    exe = Path(sys.executable).parent / "lint-imports"
+    if not exe.exists():
+        return {"error": f"{exe} missing"}
+    env = dict(os.environ, PYTHONPATH=str(repo), COLUMNS="1000")  # one line per contract
+    proc = subprocess.run([str(exe), "--no-cache"], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    found = re.search(r"Contracts: (\d+) kept, (\d+) broken", proc.stdout)
+    if not found:
+        return {"error": (proc.stdout + proc.stderr)[-500:]}
+    names = re.findall(r"^(.+?) (KEPT|BROKEN)$", proc.stdout, flags=re.M)
+    return {"kept": int(found.group(1)), "broken": int(found.group(2)),
+            "contracts": [f"{status}: {name}" for name, status in names]}
+
+
 def measure(repo: Path) -> dict:
     sys.path.insert(0, str(repo))
     graph = grimp.build_graph("nmt", "smt_features", cache_dir=None)
@@ -95,6 +153,8 @@ def measure(repo: Path) -> dict:
         "largest_files": sizes[:10],
         "files_over_400_lines": [f"{p} ({n})" for n, p in sizes if n > 400],
         "smt_features_files": sum(1 for _, p in sizes if p.startswith("smt_features")),
+        "rooms": {floor: rooms(graph, floor) for floor in ("nmt", "smt_features")},
+        "contracts": contracts(repo),
     }
 
 
@@ -121,6 +181,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {pair}")
     print("largest files: " + ", ".join(f"{p} ({n})" for n, p in result["largest_files"]))
     print(f"files over 400 lines: {len(result['files_over_400_lines'])}")
+    for floor, r in result["rooms"].items():
+        print(f"{floor}: {len(r['rooms'])} rooms, {len(r['arrows'])} arrows between rooms, {r['floors']} floors "
+              "(room: modules, floor; 1 = the bottom)")
+        print("  " + ", ".join(f"{room} {n} ({r['floor_of_room'].get(room, '?')})" for room, n in r["rooms"].items()))
+    c = result["contracts"]
+    if "error" in c:
+        print(f"import-linter contracts: not measured ({c['error']})")
+    else:
+        print(f"import-linter contracts: {c['kept']} kept, {c['broken']} broken")
+        for line in c["contracts"]:
+            print(f"  {line}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0

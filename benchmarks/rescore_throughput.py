@@ -53,10 +53,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as smt-rescore does (befo
 
 import torch  # noqa: E402
 
-from nmt.model_io import load_translation_model  # noqa: E402
-from nmt.rescoring_engine import RescoringEngine, flops_per_pair  # noqa: E402
-from nmt.formats.phrase_table_reader import iter_phrase_table  # noqa: E402
-from nmt.paths import resolve_checkpoint  # noqa: E402
+from nmt.translation.model_io import load_translation_model  # noqa: E402
+from nmt.translation.rescoring_engine import RescoringEngine, flops_per_pair  # noqa: E402
+from nmt.core.formats.phrase_table_reader import iter_phrase_table  # noqa: E402
+from nmt.core.paths import resolve_checkpoint  # noqa: E402
 from smt_features.neural.rescore import rescore_table  # noqa: E402
 from smt_features.neural.rescore_config import RescoreConfig, make_plan  # noqa: E402
 from smt_features.neural.table_windows import TableLines, read_windows  # noqa: E402

@@ -5,7 +5,7 @@ What the SMT floor (``smt_features``) may use of the neural models is here, and 
 * :class:`PairScorer` (an ``nmt-train`` encoder–decoder): ``score_pairs`` gives one
   :class:`PairScore` per sentence pair, ``score_window`` the arrays of a whole window of phrase
   pairs (each distinct source encoded once, length-sorted batches of at most ``max_tokens`` padded
-  target tokens, softmax on real tokens only; the work is :class:`nmt.rescoring_engine.RescoringEngine`'s),
+  target tokens, softmax on real tokens only; the work is :class:`nmt.translation.rescoring_engine.RescoringEngine`'s),
   ``generate`` the beam n-best of each source (batched), ``encoder_summaries`` the summary ``c`` of phrases;
 * :class:`LMScorer` (an ``nmt-lm-train`` language model): ``score_sentences`` gives ln p of each
   sentence incl. ``</s>``, each from a fresh state; ``token_logprobs`` the per-token detail;
@@ -24,20 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nmt.data.io import DataError
-from nmt.errors import UsageError
+from nmt.core.io import DataError
+from nmt.core.errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from nmt.lm_loading import LoadedLM
-    from nmt.rescoring_engine import WindowScores
+    from nmt.lm.loading import LoadedLM
+    from nmt.translation.rescoring_engine import WindowScores
 
 
 @contextlib.contextmanager
 def naming_checkpoint(ckpt: str | os.PathLike) -> Iterator[None]:
     """Inside: a plain ``ValueError`` from loading ``ckpt`` (e.g. its vocabulary does not match it) becomes a
-    :class:`~nmt.errors.UsageError` whose message starts with the checkpoint's path (``FILE: ...``)."""
+    :class:`~nmt.core.errors.UsageError` whose message starts with the checkpoint's path (``FILE: ...``)."""
     try:
         yield
     except (DataError, UsageError):
@@ -70,7 +70,7 @@ class PairScorer:
 
     def __init__(self, model: Any, src_vocab: Any, tgt_vocab: Any, max_tokens: int = 4000, device: str = "cpu",
                  **engine_options: Any):
-        from nmt.rescoring_engine import RescoringEngine
+        from nmt.translation.rescoring_engine import RescoringEngine
 
         self.engine = RescoringEngine(model, src_vocab, tgt_vocab, max_tokens=max_tokens, device=device,
                                       **engine_options)
@@ -80,8 +80,8 @@ class PairScorer:
     def load(cls, path: str | os.PathLike, *, which: str = "auto", device: str = "cpu", max_tokens: int = 4000,
              **engine_options: Any) -> "PairScorer":
         """Load ``path`` (a checkpoint, or a model folder and ``which``) with its vocabularies;
-        ``engine_options``: ``amp``, ``softmax_block`` of :class:`~nmt.rescoring_engine.RescoringEngine`."""
-        from nmt.model_io import load_translation_model
+        ``engine_options``: ``amp``, ``softmax_block`` of :class:`~nmt.translation.rescoring_engine.RescoringEngine`."""
+        from nmt.translation.model_io import load_translation_model
 
         loaded = load_translation_model(str(path), which=which, device=device)
         return cls(loaded.model, loaded.src_vocab, loaded.tgt_vocab, max_tokens=max_tokens, device=device,
@@ -155,7 +155,7 @@ class PairScorer:
         """
         from nmt.data.batching import pad
         from nmt.data.special import EOS
-        from nmt.search import beam_search
+        from nmt.translation.search import beam_search
 
         order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
         out: list[list[tuple[tuple[str, ...], float]]] = [[] for _ in sources]
@@ -193,7 +193,7 @@ class LMScorer:
     def load(cls, path: str | os.PathLike, *, which: str = "auto", device: str = "cpu", vocab: str | None = None,
              batch_size: int = 256, max_tokens: int = 2000) -> "LMScorer":
         """Load ``path`` (a checkpoint, or a model folder and ``which``) in eval mode with its vocabulary."""
-        from nmt.lm_loading import load_language_model
+        from nmt.lm.loading import load_language_model
 
         return cls(load_language_model(path, which=which, vocab=vocab, device=device), batch_size=batch_size,
                    max_tokens=max_tokens)
@@ -204,8 +204,8 @@ class LMScorer:
 
     def token_logprobs(self, sentences: Sequence[Sequence[str]]) -> list["np.ndarray"]:
         """ln p of each word and of ``</s>`` per sentence (``n + 1`` values), in input order."""
-        from nmt.lm_data import encode_all
-        from nmt.lm_scoring import sentence_token_logprobs
+        from nmt.lm.data import encode_all
+        from nmt.lm.scoring import sentence_token_logprobs
 
         out: list[Any] = []
         for lo in range(0, len(sentences), self.batch_size):

@@ -15,7 +15,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$VENV/bin/pip" install -q -e ".[dev]"
   touch "$stamp"
 fi
-# The fairseq extra (pyproject.toml, docs/scale_out.md), so that tests/test_fairseq_plugin.py runs
+# The fairseq extra (pyproject.toml, docs/scale_out.md), so that tests/nmt/fairseq_plugin/test_fairseq_plugin.py runs
 # instead of skipping. Not `pip install .[fairseq]`: fairseq-fixed declares torchaudio, which would
 # replace our CPU torch by a CUDA build; so its run-time dependencies first, then fairseq-fixed itself
 # with --no-deps --no-build-isolation (it compiles C++/Cython extensions against the installed torch:

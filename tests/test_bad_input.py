@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from probe import Workspace, all_cases
-from probe.runner import run_in_process
+from tests.probe import Workspace, all_cases
+from tests.probe.runner import run_in_process
 
 CASES = all_cases()
 

@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nmt import config as C
+from nmt.core import config as C
 from nmt.analysis.rmn_attention import mean_by_distance, plot_heatmap, plot_mean_by_distance, sentence_attention
-from nmt.data.io import atomic_write
-from nmt.errors import UsageError
-from nmt.lm_data import read_sentences
-from nmt.lm_loading import load_language_model
-from nmt.run_checks import check_out_dir_path, require_lines
+from nmt.core.io import atomic_write
+from nmt.core.errors import UsageError
+from nmt.lm.data import read_sentences
+from nmt.lm.loading import load_language_model
+from nmt.core.run_checks import check_out_dir_path, require_lines
 
 
 @dataclass

@@ -20,8 +20,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from nmt.lm_loading import LoadedLM
-from nmt.lm_scoring import length_batches
+from nmt.lm.loading import LoadedLM
+from nmt.lm.scoring import length_batches
 
 
 @dataclass

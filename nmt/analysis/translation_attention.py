@@ -27,10 +27,10 @@ from typing import Sequence
 
 import numpy as np
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write, iter_lines
-from nmt.errors import UsageError, refuse_overwriting_inputs
-from nmt.run_checks import check_out_dir_path
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write, iter_lines
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.run_checks import check_out_dir_path
 
 #: a row of weights may differ from 1 by this much (the file rounds each weight to 6 decimals)
 ROW_SUM_TOLERANCE = 1e-3

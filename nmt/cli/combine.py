@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import sys
 
-from nmt import config as C
-from nmt.combine_corpus import CombineConfig, combine
-from nmt.errors import command
+from nmt.core import config as C
+from nmt.data.combine_corpus import CombineConfig, combine
+from nmt.core.errors import command
 
 
 @command("nmt-combine-enfr")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.evaluate import EvaluateConfig, evaluate_files
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.translation.evaluate import EvaluateConfig, evaluate_files
 
 
 @command("nmt-evaluate")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
+from nmt.core import config as C
 from nmt.analysis.attention_report import LMAttentionConfig, write_attention_report
-from nmt.errors import command
+from nmt.core.errors import command
 
 
 @command("nmt-lm-attention")

@@ -1,15 +1,15 @@
 """``nmt-lm-eval``: perplexity of a text with a trained neural LM, by the project's one accounting.
 
 The accounting (N = words + one ``</s>`` per line, natural logs, OOVs as ``<unk>``, the regimes) is
-:mod:`nmt.lm_evaluation`'s.
+:mod:`nmt.lm.evaluation`'s.
 """
 from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.lm_evaluation import LMEvalConfig, evaluate_text
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.lm.evaluation import LMEvalConfig, evaluate_text
 
 
 @command("nmt-lm-eval")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.lm_evaluation import LMScoreConfig, score_lines
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.lm.evaluation import LMScoreConfig, score_lines
 
 
 @command("nmt-lm-score")

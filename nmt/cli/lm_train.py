@@ -5,23 +5,23 @@ The model flags depend on ``--arch`` (an architecture or preset of
 architecture's, a preset's own values apply unless a flag is given). LM defaults differ from
 ``nmt-train``'s: SGD, lr 1, clip 5, batches of 20 (the RMN paper's). The loss
 is nats per token, tokens = words + one ``</s>`` per line (``<s>`` not counted),
-the accounting of every LM of the project (``nmt.perplexity``).
+the accounting of every LM of the project (``nmt.core.perplexity``).
 
 Learning-rate schedules, Adam's betas, weight decay and weight averaging are
-the trainer's (``nmt.train``; the lr is a pure function of the trainer's state,
+the trainer's (``nmt.training.trainer``; the lr is a pure function of the trainer's state,
 so a resumed run follows the same schedule); ``--loss-norm sequence`` is the
-task's loss normaliser (``nmt.lm_task.LMTask.loss``). Runs unchanged under
+task's loss normaliser (``nmt.lm.task.LMTask.loss``). Runs unchanged under
 ``torchrun`` (DistributedDataParallel, ``docs/training.md``).
 """
 from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt import distributed
-from nmt.errors import command
-from nmt.lm_data import LMDataConfig
-from nmt.lm_training import LMLoopConfig, LMOptimConfig, arch_name, run_lm_training
+from nmt.core import config as C
+from nmt.training import distributed
+from nmt.core.errors import command
+from nmt.lm.data import LMDataConfig
+from nmt.lm.training import LMLoopConfig, LMOptimConfig, arch_name, run_lm_training
 from nmt.models.lm import ARCHITECTURES, resolve
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
+from nmt.core import config as C
 from nmt.analysis.translation_attention import PlotAttentionConfig, plot_attention_file
-from nmt.errors import command
+from nmt.core.errors import command
 
 
 @command("nmt-plot-attention")

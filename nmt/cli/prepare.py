@@ -1,8 +1,8 @@
-"""Console script ``nmt-prepare`` (see :mod:`nmt.prepare`)."""
-from nmt import config as nmt_config
-from nmt.errors import command
-from nmt.logs import setup_logging
-from nmt.prepare import PrepareConfig, prepare_parallel
+"""Console script ``nmt-prepare`` (see :mod:`nmt.data.prepare`)."""
+from nmt.core import config as nmt_config
+from nmt.core.errors import command
+from nmt.core.logs import setup_logging
+from nmt.data.prepare import PrepareConfig, prepare_parallel
 
 ALIASES = {"--src": "--src-lang", "--tgt": "--tgt-lang"}  # fairseq-preprocess' short forms
 
@@ -11,7 +11,7 @@ ALIASES = {"--src": "--src-lang", "--tgt": "--tgt-lang"}  # fairseq-preprocess' 
 def cli_main(argv: list[str] | None = None) -> int:
     """Bad input (a malformed corpus file, a missing corpus, bad options) is ``nmt-prepare: FILE:LINE: ...``
     with exit status 2, through the toolkit's error wrapper."""
-    from nmt import prepare
+    from nmt.data import prepare
 
     argv = [ALIASES.get(a.split("=")[0], a.split("=")[0]) + a[len(a.split("=")[0]):] for a in argv or []]
     cfg = nmt_config.parse(PrepareConfig, argv, description=prepare.__doc__.splitlines()[0])

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import torch
 
-from nmt import config as C
-from nmt.data.io import DataError, read_parallel, write_output
-from nmt.model_io import load_translation_model
+from nmt.core import config as C
+from nmt.core.io import DataError, read_parallel, write_output
+from nmt.translation.model_io import load_translation_model
 from nmt.scoring import PairScorer
-from nmt.errors import command, refuse_overwriting_inputs
+from nmt.core.errors import command, refuse_overwriting_inputs
 
 
 @dataclass

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.synthetic import SyntheticConfig, write_corpus
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.data.synthetic import SyntheticConfig, write_corpus
 
 
 @command("nmt-synthetic-corpus")

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt import distributed
-from nmt.errors import command
+from nmt.core import config as C
+from nmt.training import distributed
+from nmt.core.errors import command
 from nmt.models.gru_encdec import GRUEncDecConfig
 from nmt.models.registry import ArchConfig, resolve_model_config
-from nmt.train_config import LoopConfig, OptimConfig
-from nmt.translation_data import TranslationDataConfig
-from nmt.translation_training import run_translation_training
+from nmt.training.config import LoopConfig, OptimConfig
+from nmt.translation.data import TranslationDataConfig
+from nmt.translation.training import run_translation_training
 
 
 @command("nmt-train")

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write, read_lines
-from nmt.errors import command, refuse_overwriting_inputs
-from nmt.translate import TranslateConfig, tokenize_lines, translate_lines, write_attention, write_translations
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write, read_lines
+from nmt.core.errors import command, refuse_overwriting_inputs
+from nmt.translation.translate import (TranslateConfig, tokenize_lines, translate_lines, write_attention,
+                                       write_translations)
 
 
 @command("nmt-translate")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import sys
 
-from nmt import config as C
-from nmt.truecase_run import TruecaseConfig, run
-from nmt.errors import command
+from nmt.core import config as C
+from nmt.data.truecase_run import TruecaseConfig, run
+from nmt.core.errors import command
 
 
 @command("nmt-truecase")

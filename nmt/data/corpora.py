@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nmt.data.io import GZIP_ERRORS, DataError, atomic_write
+from nmt.core.io import GZIP_ERRORS, DataError, atomic_write
 
 DOWNLOAD_ENV = "RNNSMT_DOWNLOAD"
 REGISTRY_DIR = Path(__file__).with_name("registry")  #: the built-in declarations (package data)

@@ -29,7 +29,7 @@ from typing import Any
 import sacremoses
 from tqdm import tqdm
 
-from nmt.data.io import DataError, PathLike, atomic_write, iter_lines
+from nmt.core.io import DataError, PathLike, atomic_write, iter_lines
 
 #: tokens after which a new sentence starts, and tokens that delay the start (train-truecaser.perl's)
 SENTENCE_END = frozenset((".", ":", "?", "!"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from nmt.data.io import DataError, atomic_write, iter_lines
+from nmt.core.io import DataError, atomic_write, iter_lines
 from nmt.data.special import BOS, BOS_TOKEN, EOS, EOS_TOKEN, PAD, PAD_TOKEN, SPECIALS, UNK, UNK_TOKEN
 
 PathLike = str | os.PathLike[str]

@@ -10,7 +10,7 @@ import dataclasses
 import typing
 from typing import Any
 
-from nmt.config import base_type, parse_bool
+from nmt.core.config import base_type, parse_bool
 
 
 def add_prefixed_dataclass_args(parser, cls: type, prefix: str) -> None:

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.data.special import PAD
 from nmt.models.encdec_base import PairScoringModel, preset_config
 from nmt.models.gru_recurrence import gated_recurrence, gated_recurrence_loop
@@ -241,7 +241,7 @@ class GRUEncoderDecoder(PairScoringModel):
         ctx = self.context_proj(c) if self.context_proj is not None else c.new_zeros(0)
         return ctx, self.out_c(c)
 
-    # -- the step interface of nmt.search.StepModel (no "attn": the summary c is fixed) ---------------
+    # -- the step interface of nmt.translation.search.StepModel (no "attn": the summary c is fixed) ---------------
     def start(self, src: Tensor) -> dict[str, Tensor]:
         """src [B, S] → decoder state {"h", "c_out", and "ctx" (faithful cell) or "c" (torch cell)}, rows = dim 0."""
         c = self.encode(src)

@@ -3,7 +3,7 @@
 Each architecture has a config dataclass, named presets and a builder. ``nmt-train --arch``
 picks one (default: from ``--preset``, ``rnnsearch-*`` presets being RNNsearch, the others
 RNNenc); a checkpoint records it under ``config["arch"]`` (absent = rnnenc, so RNNenc runs
-and their ``config.yaml`` stay as they were) and :mod:`nmt.model_io` rebuilds it from there.
+and their ``config.yaml`` stay as they were) and :mod:`nmt.translation.model_io` rebuilds it from there.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from torch import nn
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.models import gru_encdec, rnnsearch
 
 
@@ -78,8 +78,8 @@ def resolve_model_config(preset: str, preset_given: bool, args: Any, yaml_values
     """(arch, preset, model config) of nmt-train's flags: ``--arch`` (or the preset's arch), the preset (a
     defaulted ``--preset`` becomes the arch's default) and the model flags over it. A model option of the
     other architecture given on the command line or in the YAML is a UsageError."""
-    from nmt import config as C
-    from nmt.errors import UsageError
+    from nmt.core import config as C
+    from nmt.core.errors import UsageError
 
     arch_cfg = C.build(ArchConfig, args, yaml_values)
     name = arch_cfg.arch or arch_of_preset(preset if preset_given else None)

@@ -20,7 +20,7 @@ The gated unit is :class:`nmt.models.gru_encdec.GatedUnit` (and its fused recurr
 Cho et al. (2014)'s convention ``h = z ∘ h_prev + (1 − z) ∘ h̃``: its ``z`` is the paper's ``1 − z_i``,
 i.e. its update-gate parameters (``W_z``, ``U_z``, ``C_z``, bias) are the paper's negated
 (``σ(−a) = 1 − σ(a)``). The model family is the same, and so is the initial distribution (the
-init below is symmetric about zero). ``tests/test_rnnsearch.py`` checks the equations as written
+init below is symmetric about zero). ``tests/nmt/models/test_rnnsearch.py`` checks the equations as written
 above against this mapping.
 
 Init (appendix B.1): recurrent matrices ``U, U_z, U_r`` (encoder both ways, decoder) random
@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.data.special import PAD
 from nmt.models.encdec_base import PairScoringModel, preset_config
 from nmt.models.gru_encdec import GatedUnit

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 
-from nmt.data.io import atomic_write  # noqa: E402
+from nmt.core.io import atomic_write  # noqa: E402
 
 
 def curve(model: Path, pairs: int) -> tuple[list[float], list[float]]:

@@ -52,7 +52,7 @@ name=$(basename "$cfg" .yaml)
 exp_work=${exp_work:-$root/work/experiment/$(basename "$exp_cfg" .yaml)$suffix}
 smt=$exp_work/smt
 [ -f "$smt/model/moses.ini" ] && [ -f "$smt/data/prepare.json" ] || \
-  { echo "phrase_score/run.sh: no Baseline in $smt: run recipes/experiment/run.sh $exp_cfg${suffix:+ --quick} first" >&2; exit 2; }
+  { echo "phrase_score/run.sh: no Baseline in $smt: run the experiment recipe on $exp_cfg${suffix:+ (--quick)} first" >&2; exit 2; }
 smt=$(cd "$smt" && pwd)
 work=$(abs_dir "${work:-$root/work/phrase_score/$name$suffix}")
 [ -n "$rows" ] || rows=$(config_value "$cfg:ablation" "rows$suffix")

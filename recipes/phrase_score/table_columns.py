@@ -3,7 +3,7 @@
     table_columns.py extract RESCORED.gz K COLS.xz      the last K scores of every line, as written
     table_columns.py attach TABLE.gz COLS.xz OUT.gz     TABLE's lines with those scores appended
 
-``attach`` inserts the shipped text where :func:`nmt.formats.phrase_table.append_scores` puts new scores (after the
+``attach`` inserts the shipped text where :func:`nmt.core.formats.phrase_table.append_scores` puts new scores (after the
 scores field's last value), so ``attach(TABLE, extract(rescore(TABLE)))`` is byte for byte ``rescore(TABLE)``'s
 text (gzip members aside). Every line of both inputs is checked: a count mismatch or a line with fewer than 3
 fields stops with ``FILE:LINE``. The output is written atomically.
@@ -14,7 +14,7 @@ import gzip
 import lzma
 import sys
 
-from nmt.data.io import DataError, atomic_write
+from nmt.core.io import DataError, atomic_write
 
 
 def _fields_end(raw: str, path: str, line_no: int) -> int:

@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from nmt.data.io import atomic_write, iter_lines
+from nmt.core.io import atomic_write, iter_lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmt.data.io import atomic_write
+from nmt.core.io import atomic_write
 from nmt.data.special import BOS, EOS, PAD
 from nmt.models.lm import build_lm
 

@@ -52,9 +52,9 @@ class NeuralScorer:
     def __init__(self, path: str, threads: int = 2):
         import torch
 
-        from nmt.lm_data import encode_all
-        from nmt.lm_loading import load_language_model
-        from nmt.lm_scoring import sentence_token_logprobs
+        from nmt.lm.data import encode_all
+        from nmt.lm.loading import load_language_model
+        from nmt.lm.scoring import sentence_token_logprobs
 
         torch.set_num_threads(threads)
         self.loaded = load_language_model(path)

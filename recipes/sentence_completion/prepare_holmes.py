@@ -23,7 +23,7 @@ import tarfile
 from functools import lru_cache
 from pathlib import Path
 
-from nmt.data.io import atomic_write
+from nmt.core.io import atomic_write
 
 SENTENCE_END = re.compile(r"(?<=[.!?])([\"']?)\s+(?=[\"']?[A-Z])")
 HEADER_END = re.compile(r"\*END\*THE SMALL PRINT!.*?\*END\*", re.S)

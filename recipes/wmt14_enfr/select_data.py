@@ -198,7 +198,7 @@ def select(args: argparse.Namespace) -> dict:
     keep[order[:k]] = True
     threshold = float(scores[order[k - 1]]) if k else None
 
-    from nmt.data.io import atomic_write
+    from nmt.core.io import atomic_write
 
     selected = (p for i, p in enumerate(_pairs(args.pool_src, args.pool_tgt)) if keep[i])
     with atomic_write(out_src, compress=False) as fs, atomic_write(out_tgt, compress=False) as ft:

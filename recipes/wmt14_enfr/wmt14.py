@@ -35,7 +35,7 @@ import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 
-from nmt.data.io import atomic_write
+from nmt.core.io import atomic_write
 
 STATMT = "http://www.statmt.org"
 # file name → URL (statmt.org; the 10^9 corpus is still served from the WMT'10 folder)

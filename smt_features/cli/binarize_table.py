@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from nmt import config as C
-from nmt.errors import command, refuse_overwriting_inputs
+from nmt.core import config as C
+from nmt.core.errors import command, refuse_overwriting_inputs
 from smt_features.model.binary_table import binarize_table, sidecar_path
 
 

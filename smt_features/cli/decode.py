@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from nmt.errors import command
-from nmt.logs import setup_logging
+from nmt.core.errors import command
+from nmt.core.logs import setup_logging
 from smt_features.decode.run import parse_decode_args, run
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmt import config as C
-from nmt.data.io import write_output
-from nmt.errors import command, refuse_overwriting_inputs
+from nmt.core import config as C
+from nmt.core.io import write_output
+from nmt.core.errors import command, refuse_overwriting_inputs
 from smt_features.report.frequent_phrases import frequent_source_phrases
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.data.io import write_output
-from nmt.errors import command
-from nmt.logs import setup_logging
+from nmt.core import config as C
+from nmt.core.io import write_output
+from nmt.core.errors import command
+from nmt.core.logs import setup_logging
 
 from smt_features.neural.inspect_phrases import InspectConfig, inspect_phrases
 

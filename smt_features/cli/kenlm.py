@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.logs import setup_logging
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.core.logs import setup_logging
 from smt_features.model.kenlm import KenLMEvalConfig, evaluate_lm
 from smt_features.train.kenlm_bounds import KenLMBoundsConfig, bounds_command
 from smt_features.train.kenlm_build import KenLMTrainConfig, train_lm

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
+from nmt.core import config as C
+from nmt.core.errors import command
 from smt_features.report.build import ReportConfig, run_report
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
+from nmt.core import config as C
+from nmt.core.errors import command
 from smt_features.neural.rerank_run import RerankConfig, check_repeats, run
 
 

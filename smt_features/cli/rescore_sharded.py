@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
+from nmt.core import config as C
+from nmt.core.errors import command
 
 from smt_features.neural.rescore_config import RescoreConfig
 from smt_features.neural.sharded import LaunchConfig, rescore_sharded

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.logs import setup_logging
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.core.logs import setup_logging
 from smt_features.serve.server import ServeConfig, run
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.formats.reordering_table import TABLE_NAME
-from nmt.logs import setup_logging
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.core.formats.reordering_table import TABLE_NAME
+from nmt.core.logs import setup_logging
 from smt_features.model.moses_ini_build import default_config
 from smt_features.train.phrase_model import TrainPhrasesConfig, train_phrases
 

@@ -1,7 +1,7 @@
 """``smt-train-reordering``: Moses's msd-bidirectional-fe lexicalized reordering table from an aligned corpus.
 
 The step is :func:`smt_features.train.reordering_step.train_reordering` (its docstring: the stages and
-memory bounds; the line format is :mod:`nmt.formats.reordering_table`). Example::
+memory bounds; the line format is :mod:`nmt.core.formats.reordering_table`). Example::
 
     smt-train-reordering --src train.tok.en --tgt train.tok.fr --alignment model/aligned.grow-diag-final-and \\
         --out model/reordering-table.wbe-msd-bidirectional-fe.gz
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
+from nmt.core import config as C
+from nmt.core.errors import command
 from smt_features.train.reordering_step import TrainReorderingConfig, run
 
 

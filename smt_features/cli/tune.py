@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 
-from nmt import config as C
-from nmt.errors import command
-from nmt.logs import setup_logging
+from nmt.core import config as C
+from nmt.core.errors import command
+from nmt.core.logs import setup_logging
 from smt_features.tune.loop import tune
 from smt_features.tune.options import TuneConfig
 

@@ -5,7 +5,7 @@
 queries KenLM through its C++ API; it is built by ``third_party/build_search.sh``
 into ``smt_features/decode/_search*.so``. Results are identical to the Python search
 (same expansion order, pruning, recombination, LM caches and state numbering,
-floating-point operations in the same order; ``tests/test_fast_search.py``
+floating-point operations in the same order; ``tests/smt/decode/test_fast_search.py``
 compares both), so the Python search stays the reference and the fallback.
 
 Division of labour: Python still builds the translation options
@@ -34,7 +34,7 @@ import logging
 import time
 from pathlib import Path
 
-from nmt.errors import UsageError
+from nmt.core.errors import UsageError
 
 from smt_features.decode.hypothesis import (
     H_ARCS, H_COV, H_SCORE, O_FID, O_FUT, O_LMW, O_LR, O_REST, O_SL, O_TID, O_UB, O_WIDS, DecodeResult, chain,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nmt.data.io import DataError
+from nmt.core.io import DataError
 
 from smt_features.decode.decoder import Decoder
 from smt_features.decode.options import SearchOptions, search_options_from_config

@@ -18,10 +18,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write, iter_lines
-from nmt.errors import refuse_overwriting_inputs
-from nmt.formats.nbest import format_nbest_line
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write, iter_lines
+from nmt.core.errors import refuse_overwriting_inputs
+from nmt.core.formats.nbest import format_nbest_line
 
 from smt_features.decode.corpus import decode_corpus
 from smt_features.decode.decoder import Decoder
@@ -108,7 +108,7 @@ def read_input(path: str, max_words: int = 0) -> list[str]:
     """The input sentences (strict UTF-8; an empty line is an empty sentence, translated as an empty line).
 
     An empty file, or a line of more than ``max_words`` words (``0``: no limit), raises
-    :class:`nmt.data.io.DataError` naming the file (and line).
+    :class:`nmt.core.io.DataError` naming the file (and line).
     """
     if path in ("", "-"):
         name = "<stdin>"

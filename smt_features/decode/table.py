@@ -1,6 +1,6 @@
 """The decoder's in-memory phrase table (:class:`PhraseTable`): every pair of a Moses table by source phrase.
 
-Files are read by the ground floor's strict reader (:mod:`nmt.formats.phrase_table_reader`);
+Files are read by the ground floor's strict reader (:mod:`nmt.core.formats.phrase_table_reader`);
 this class only holds the entries the way the search looks them up.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from nmt.formats.phrase_table_reader import PhraseTableReader
+from nmt.core.formats.phrase_table_reader import PhraseTableReader
 from smt_features.model.binary_table import BinaryPhraseTable, sidecar_path
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,8 @@ class PhraseTable:
 
     @classmethod
     def load(cls, path: str | Path) -> "PhraseTable":
-        """Read a table with the strict reader of :mod:`nmt.formats.phrase_table_reader` (words interned, file order kept)."""
+        """Read a table with the strict reader of :mod:`nmt.core.formats.phrase_table_reader` (words interned, file
+        order kept)."""
         reader = PhraseTableReader(path, keep_raw=False, intern=True)
         entries: dict[tuple[str, ...], list] = {}
         get = entries.get

@@ -12,7 +12,7 @@ File layout (little-endian)::
     [I + 8G, …)     u64 file offset of each group, in the order of the hashes (ties: file order)
 
 Building (:func:`binarize_table`) reads the table once with the strict reader
-(:mod:`nmt.formats.phrase_table_reader`, so a bad line is refused as ``FILE:LINE``),
+(:mod:`nmt.core.formats.phrase_table_reader`, so a bad line is refused as ``FILE:LINE``),
 writes the groups as they come and spills ``(hash, offset)`` pairs into
 :data:`BUCKETS` bucket files by the hash's top byte; each bucket is then sorted
 on its own, so memory is bounded by a buffer and one bucket, not by the table.
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nmt.data.io import DataError, atomic_write
-from nmt.formats.phrase_table_reader import PhraseTableReader
+from nmt.core.io import DataError, atomic_write
+from nmt.core.formats.phrase_table_reader import PhraseTableReader
 
 MAGIC = b"SMT-BINARY-PHRASE-TABLE\n"
 FORMAT = 1

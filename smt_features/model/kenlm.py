@@ -20,10 +20,10 @@ from typing import Iterable, NamedTuple, Sequence
 
 import yaml
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write, iter_lines
-from nmt.errors import refuse_overwriting_inputs
-from nmt.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexity, split_words
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write, iter_lines
+from nmt.core.errors import refuse_overwriting_inputs
+from nmt.core.perplexity import LN10, PerplexityResult, format_result, kenlm_perplexity, split_words
 
 from smt_features.train.kenlm_text import DEFAULT_MAP_UNK, UNK, check_input_file, check_map_unk
 
@@ -130,7 +130,7 @@ class KenLMScorer:
         return self._word(word) in self.model
 
     def perplexity(self, lines: Iterable[str]) -> PerplexityResult:
-        """See :func:`nmt.perplexity.kenlm_perplexity`."""
+        """See :func:`nmt.core.perplexity.kenlm_perplexity`."""
         return kenlm_perplexity(self, lines)
 
     def __repr__(self) -> str:

@@ -51,7 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nmt.data.io import DataError, atomic_write
+from nmt.core.io import DataError, atomic_write
 
 #: Single-value sections that configure the search, with Moses's short aliases.
 SEARCH_SECTION_ALIASES = {

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt.data.io import atomic_write, iter_lines
-from nmt.formats.phrase_table_reader import PhraseTableReader
+from nmt.core.io import atomic_write, iter_lines
+from nmt.core.formats.phrase_table_reader import PhraseTableReader
 
 
 @dataclass

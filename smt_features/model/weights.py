@@ -3,7 +3,7 @@
 A feature group ``Name`` has ``k`` values (Moses's score components). The *layout* of a model or an
 n-best list is its ordered ``[(name, k), …]``; its *value names* label the flat vector: ``Name`` for
 a one-value group, ``Name_0 … Name_{k-1}`` otherwise (as Moses's MERT tools and
-:meth:`nmt.formats.nbest.NBestEntry.value_names` label them).
+:meth:`nmt.core.formats.nbest.NBestEntry.value_names` label them).
 
 :class:`Weights` is an ordered ``{name: [values]}`` (a ``dict``, so it is JSON as it stands) with the
 conversions every room needs:
@@ -169,7 +169,7 @@ class Weights(dict[str, list[float]]):
         """Weights from a moses.ini-style file: ``Name= v …`` lines (a ``[weight]`` header, other sections,
         blank lines and ``#`` comments are allowed; only the ``[weight]`` section is read when there are
         sections)."""
-        from nmt.data.io import iter_lines
+        from nmt.core.io import iter_lines
         from smt_features.model.moses_ini import MosesIniError, parse_weight_tokens
 
         out = cls()

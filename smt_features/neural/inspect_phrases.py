@@ -23,12 +23,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt.config import field
-from nmt.data.io import iter_lines, open_text
-from nmt.errors import UsageError, refuse_overwriting_inputs
-from nmt.formats.phrase_table import DIRECT_PHRASE_PROB
-from nmt.formats.phrase_table_load import load_phrase_table
-from nmt.paths import resolve_checkpoint
+from nmt.core.config import field
+from nmt.core.io import iter_lines, open_text
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.formats.phrase_table import DIRECT_PHRASE_PROB
+from nmt.core.formats.phrase_table_load import load_phrase_table
+from nmt.core.paths import resolve_checkpoint
 
 
 @dataclass
@@ -70,7 +70,7 @@ def check_paths(cfg: InspectConfig, ckpt) -> None:
 
 def inspect_phrases(cfg: InspectConfig) -> str:
     """The Markdown report (see the module docstring)."""
-    from nmt.config import check_required
+    from nmt.core.config import check_required
     from nmt.scoring import PairScorer, naming_checkpoint, set_threads
 
     check_required(cfg)  # --table, --model, --sources

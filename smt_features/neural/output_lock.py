@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from nmt.data.io import remove_stale_temp_files
-from nmt.errors import UsageError
+from nmt.core.io import remove_stale_temp_files
+from nmt.core.errors import UsageError
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +16,7 @@ class OutputLock:
     """An exclusive, non-blocking lock on one output: ``flock`` on ``OUTPUT.lock`` beside it.
 
     Two runs writing the same output (its temp files, its ``OUTPUT.parts/`` chunks) would corrupt each
-    other; the second one is refused with :class:`~nmt.errors.UsageError` naming the holder (the pid and
+    other; the second one is refused with :class:`~nmt.core.errors.UsageError` naming the holder (the pid and
     host the holder wrote into the lock file). The operating system drops the lock when its holder
     exits, even on ``kill -9``, so a crashed run never blocks the next one. On release the lock file is
     removed (while still locked; a run that opened the old file notices and opens the new one).

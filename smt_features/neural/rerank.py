@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nmt.formats.nbest import NBestEntry, NBestError
+from nmt.core.formats.nbest import NBestEntry, NBestError
 from smt_features.model.weights import Weights, layout_of
 
 # a batch scorer: list of tokenized hypotheses -> one ln p per hypothesis

@@ -9,11 +9,11 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write, read_lines
-from nmt.errors import UsageError, refuse_overwriting_inputs
-from nmt.formats.nbest import NBestEntry, iter_nbest, write_nbest
-from nmt.paths import resolve_checkpoint
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write, read_lines
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.formats.nbest import NBestEntry, iter_nbest, write_nbest
+from nmt.core.paths import resolve_checkpoint
 from nmt.scoring import PairScorer, naming_checkpoint
 from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R

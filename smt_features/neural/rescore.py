@@ -54,10 +54,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nmt.config import check_required
-from nmt.data.io import remove_stale_temp_files
-from nmt.errors import UsageError
-from nmt.paths import resolve_checkpoint
+from nmt.core.config import check_required
+from nmt.core.io import remove_stale_temp_files
+from nmt.core.errors import UsageError
+from nmt.core.paths import resolve_checkpoint
 
 from smt_features.neural.output_lock import OutputLock, remove_stale_temps
 from smt_features.neural.rescore_config import (TEST_DELAY_ENV, Plan, RescoreConfig, RescoreStats, appended_columns,

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any
 
-from nmt.config import field
-from nmt.errors import refuse_overwriting_inputs
+from nmt.core.config import field
+from nmt.core.errors import refuse_overwriting_inputs
 
-#: gzip level of written tables (as :mod:`nmt.formats.phrase_table` and Moses's pipes).
+#: gzip level of written tables (as :mod:`nmt.core.formats.phrase_table` and Moses's pipes).
 GZIP_LEVEL = 6
 #: Version of the ``OUT.parts`` layout; a resume refuses other versions.
 PARTS_VERSION = 1

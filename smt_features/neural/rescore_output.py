@@ -2,7 +2,7 @@
 
 Without ``--resume`` the windows go into one temp file committed as ``OUT`` at the end; with it,
 each chunk is committed as ``OUT.parts/chunk-NNNNNN[.gz]`` (+ its stats record), and the chunks are
-concatenated into ``OUT`` once all are there. Every commit is :func:`nmt.data.io.atomic_write`'s.
+concatenated into ``OUT`` once all are there. Every commit is :func:`nmt.core.io.atomic_write`'s.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from nmt.data.io import atomic_write, fsync_dir
-from nmt.formats.phrase_table import append_scores
+from nmt.core.io import atomic_write, fsync_dir
+from nmt.core.formats.phrase_table import append_scores
 
 from smt_features.neural.rescore_config import GZIP_LEVEL, RescoreConfig, RescoreStats, chunk_name
 from smt_features.neural.table_windows import Window
@@ -97,13 +97,13 @@ def prepare_parts(parts: Path, settings: dict, chunks: list, gz: bool, stats: Re
 
 
 class _Aborted(Exception):
-    """Thrown into an open :func:`~nmt.data.io.atomic_write` to drop its temp file."""
+    """Thrown into an open :func:`~nmt.core.io.atomic_write` to drop its temp file."""
 
 
 class ChunkWriter:
     """Where window members go: one temp file for the whole output, or one committed file per chunk.
 
-    Each file is an open :func:`~nmt.data.io.atomic_write` (a temp file beside its target): ``commit``
+    Each file is an open :func:`~nmt.core.io.atomic_write` (a temp file beside its target): ``commit``
     fsyncs and renames it into place, ``abort`` removes it."""
 
     def __init__(self, paths: dict[str, Path], gz: bool):

@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from nmt.paths import resolve_checkpoint
+from nmt.core.paths import resolve_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -30,10 +30,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt.config import field, flag_name
-from nmt.data.io import atomic_write
-from nmt.errors import EXIT_BAD_INPUT, UsageError, refuse_overwriting_inputs
-from nmt.paths import resolve_checkpoint
+from nmt.core.config import field, flag_name
+from nmt.core.io import atomic_write
+from nmt.core.errors import EXIT_BAD_INPUT, UsageError, refuse_overwriting_inputs
+from nmt.core.paths import resolve_checkpoint
 
 from smt_features.neural.output_lock import OutputLock, remove_stale_temps
 from smt_features.neural.rescore import write_rescored_ini

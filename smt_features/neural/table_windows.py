@@ -8,15 +8,15 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field as dc_field
 
-from nmt.data.io import DataError, count_lines, open_text
-from nmt.formats.phrase_table import PhraseTableError
-from nmt.formats.phrase_table_reader import PhraseTableReader
+from nmt.core.io import DataError, count_lines, open_text
+from nmt.core.formats.phrase_table import PhraseTableError
+from nmt.core.formats.phrase_table_reader import PhraseTableReader
 
 from smt_features.neural.rescore_config import Plan
 
 
 def count_table_lines(path: str) -> int:
-    """Number of lines of a table (see :func:`nmt.data.io.count_lines`); a truncated or corrupt ``.gz``
+    """Number of lines of a table (see :func:`nmt.core.io.count_lines`); a truncated or corrupt ``.gz``
     raises :class:`PhraseTableError` at the line where the stream broke."""
     try:
         return count_lines(path)
@@ -53,7 +53,7 @@ class TableLines:
                 return  # reported by the real pass
 
     def parse(self, raw: bytes, line_no: int):
-        """The :class:`~nmt.formats.phrase_table.PhraseEntry` of a raw line (with its ``\\n``), or raises."""
+        """The :class:`~nmt.core.formats.phrase_table.PhraseEntry` of a raw line (with its ``\\n``), or raises."""
         if not self._primed:
             self._prime()
         return self.reader.parse_line(raw, line_no)

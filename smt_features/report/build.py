@@ -36,9 +36,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write, read_lines
-from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write, read_lines
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
 
 from smt_features.report.figures import attention_section, curves_section, export_rmn_attention, figures_section
 from smt_features.report.phrase_map import phrase_map_section
@@ -92,7 +92,7 @@ def check_paths(cfg: ReportConfig) -> None:
 
 def _check_model(path: str | Path, kind: str) -> None:
     """Load a model once to refuse a broken one (truncated checkpoint, mismatched vocabulary) up front."""
-    from nmt.paths import resolve_checkpoint
+    from nmt.core.paths import resolve_checkpoint
     from nmt.scoring import LMScorer, PairScorer, naming_checkpoint
 
     with naming_checkpoint(resolve_checkpoint(path, "auto")):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-from nmt.data.io import iter_lines
+from nmt.core.io import iter_lines
 
 
 def frequent_source_phrases(table: str | Path, limit: int, min_words: int = 2, max_words: int = 4) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nmt.formats.phrase_table_reader import PhraseTableReader
+from nmt.core.formats.phrase_table_reader import PhraseTableReader
 
 
 def pair_key(src: Sequence[str], tgt: Sequence[str]) -> int:

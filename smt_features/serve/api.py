@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nmt.data.io import DataError
-from nmt.errors import UsageError
-from nmt.paths import resolve_checkpoint
+from nmt.core.io import DataError
+from nmt.core.errors import UsageError
+from nmt.core.paths import resolve_checkpoint
 from smt_features.decode.corpus import DecodingPool
 from smt_features.decode.decoder import Decoder
 from smt_features.decode.hypothesis import DecodeResult

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nmt.formats.nbest import NBestEntry, format_value
+from nmt.core.formats.nbest import NBestEntry, format_value
 from smt_features.decode.decoder import Decoder
 from smt_features.decode.hypothesis import Translation
 from smt_features.serve.alignments import PhraseAlignments

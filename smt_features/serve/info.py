@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from nmt.paths import resolve_checkpoint
+from nmt.core.paths import resolve_checkpoint
 from smt_features.decode.decoder import Decoder
 from smt_features.model.moses_ini import check_feature_files, read_moses_ini
 from smt_features.neural import rerank as R

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from nmt.errors import UsageError
+from nmt.core.errors import UsageError
 
 #: row → (moses.ini's tuning folder under WORK, the rerank row key or None, the base lists' key, features)
 ROWS: dict[str, tuple[str, str | None, str | None, tuple[str, ...]]] = {

@@ -28,7 +28,7 @@ import xml.parsers.expat
 import xmlrpc.client
 from typing import Any
 
-from nmt.formats.nbest import format_features
+from nmt.core.formats.nbest import format_features
 from smt_features.serve.api import Request
 from smt_features.serve.requests import Limits, RequestError
 from smt_features.serve.results import Hypothesis, SentenceResult

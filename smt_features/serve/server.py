@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt import config as C
-from nmt.errors import UsageError
+from nmt.core import config as C
+from nmt.core.errors import UsageError
 from smt_features.serve.api import System
 from smt_features.serve.layout import SystemFiles, from_work
 from smt_features.serve.requests import Limits

@@ -15,7 +15,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 
-from nmt.data.io import DataError, atomic_write, iter_lines, iter_parallel
+from nmt.core.io import DataError, atomic_write, iter_lines, iter_parallel
 
 log = logging.getLogger(__name__)
 
@@ -271,8 +271,8 @@ def symmetrize_corpus(forward: Sequence[Links], reverse: Sequence[Links],
 def read_tokenized_parallel(src_path: PathLike, tgt_path: PathLike) -> tuple[list[list[str]], list[list[str]]]:
     """Tokenized parallel files (space-separated tokens) → two lists of token lists.
 
-    Strict (:func:`nmt.data.io.iter_parallel`): invalid UTF-8, empty lines and
-    files of different length raise :class:`nmt.data.io.DataError`.
+    Strict (:func:`nmt.core.io.iter_parallel`): invalid UTF-8, empty lines and
+    files of different length raise :class:`nmt.core.io.DataError`.
     """
     src, tgt = [], []
     for s, t in iter_parallel(src_path, tgt_path):

@@ -29,7 +29,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import islice
 
-from nmt.data.io import atomic_write, iter_parallel
+from nmt.core.io import atomic_write, iter_parallel
 
 from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, Links, PathLike, symmetrize_chunk,
                                       can_fork, fork_pool, format_pharaoh, long_pairs, ordered_map, parse_pharaoh,

@@ -4,7 +4,7 @@ Memory does not grow with the corpus: :func:`scan_corpus` keeps two integers a p
 (:class:`PairLengths`, ``array('I')``: 8 bytes a pair), the alignment file is checked and copied line by
 line (:func:`check_alignment`, :func:`write_normalized_alignment`), and the lexical tables and the phrase
 extraction read ``src`` / ``tgt`` / alignment lines back in lockstep, ``chunk_lines`` at a time
-(:func:`iter_chunks`). Messages name the file and line as the strict readers of :mod:`nmt.data.io` do.
+(:func:`iter_chunks`). Messages name the file and line as the strict readers of :mod:`nmt.core.io` do.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from itertools import islice
 
 from tqdm import tqdm
 
-from nmt.data.io import DataError, atomic_write, iter_lines, iter_parallel
+from nmt.core.io import DataError, atomic_write, iter_lines, iter_parallel
 
 from smt_features.train.align import EFLOMAL_MAX_TOKENS, Links, PathLike, format_pharaoh, parse_pharaoh
 

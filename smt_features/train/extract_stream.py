@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from nmt.formats.phrase_table import SEP, encode_lines, is_gzip_path, write_encoded
+from nmt.core.formats.phrase_table import SEP, encode_lines, is_gzip_path, write_encoded
 
 from smt_features.train.align import Links, can_fork, fork_pool, ordered_map, parse_pharaoh
 from smt_features.train.external_sort import SortOptions, open_temp, sorted_lines

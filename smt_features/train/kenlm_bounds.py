@@ -21,9 +21,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write
-from nmt.errors import refuse_overwriting_inputs
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write
+from nmt.core.errors import refuse_overwriting_inputs
 
 log = logging.getLogger(__name__)
 

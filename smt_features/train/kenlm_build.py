@@ -34,9 +34,9 @@ from typing import IO, Sequence
 
 import yaml
 
-from nmt import config as C
-from nmt.data.io import DataError, atomic_write
-from nmt.errors import UsageError, refuse_overwriting_inputs
+from nmt.core import config as C
+from nmt.core.io import DataError, atomic_write
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
 
 from smt_features.train.kenlm_bounds import bounds_path, write_bounds
 from smt_features.train.kenlm_text import (DEFAULT_MAP_UNK, UNK, UnkRewriter, check_input_file, check_map_unk,
@@ -162,7 +162,7 @@ def estimate_arpa(text_path: str | Path, arpa_path: str | Path, order: int = 5, 
     ``arpa_path`` and renamed into place only when lmplz succeeded. On failure
     :class:`KenLMError` carries lmplz's stderr.
 
-    The text is checked while it streams: invalid UTF-8 raises :class:`nmt.data.io.DataError` with the
+    The text is checked while it streams: invalid UTF-8 raises :class:`nmt.core.io.DataError` with the
     file and line, a text without a word (empty) raises it with the file; when lmplz refuses the text
     itself (too little data for its discounts, a reserved word) :class:`KenLMDataError` says how to fix it.
     A UTF-8 byte order mark is dropped; CRLF line ends are fine (KenLM reads ``\\r`` as a space).

@@ -11,13 +11,13 @@ import re
 from pathlib import Path
 from typing import IO
 
-from nmt.data.io import GZIP_ERRORS, DataError
-from nmt.perplexity import split_words
+from nmt.core.io import GZIP_ERRORS, DataError
+from nmt.core.perplexity import split_words
 
 DEFAULT_MAP_UNK = "_unk_"
 UNK = "<unk>"
 
-_SPACE_CLASS = rb" \t\n\r\x0b\x0c"  # KenLM's word separators (see nmt.perplexity)
+_SPACE_CLASS = rb" \t\n\r\x0b\x0c"  # KenLM's word separators (see nmt.core.perplexity)
 
 
 def check_input_file(path: str | Path, what: str) -> Path:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from nmt.data.io import atomic_write
+from nmt.core.io import atomic_write
 
 from smt_features.train.align import Links
 

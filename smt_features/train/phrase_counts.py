@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from nmt.formats.phrase_table import SEP
+from nmt.core.formats.phrase_table import SEP
 
 from smt_features.train.align import Links, can_fork, fork_pool
 from smt_features.train.lexical import LexicalTable

@@ -2,7 +2,7 @@
 
 Writes into ``--out-dir``: ``aligned.<symmetrization>`` (Pharaoh ``i-j``
 lines), ``lex.f2e`` / ``lex.e2f`` (Moses word translation tables),
-``phrase-table.gz`` (Moses format, see :mod:`nmt.formats.phrase_table`) and
+``phrase-table.gz`` (Moses format, see :mod:`nmt.core.formats.phrase_table`) and
 ``config.yaml`` (the resolved options); prints the time of each stage.
 
 The input files hold tokenized text, one sentence per line, tokens separated
@@ -31,12 +31,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt import config as nmt_config
-from nmt.config import field
-from nmt.data.io import DataError
-from nmt.errors import UsageError, refuse_overwriting_inputs
-from nmt.formats.phrase_table_check import check_phrase_table
-from nmt.formats.reordering_table import TABLE_NAME
+from nmt.core import config as nmt_config
+from nmt.core.config import field
+from nmt.core.io import DataError
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.formats.phrase_table_check import check_phrase_table
+from nmt.core.formats.reordering_table import TABLE_NAME
 
 from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, long_pairs, read_alignments,
                                       read_tokenized_parallel, report_bare, report_long_and_uneven,
@@ -171,7 +171,7 @@ def train_phrases(cfg: TrainPhrasesConfig) -> dict[str, float]:
     :func:`~smt_features.model.moses_ini_build.default_config`); returns the seconds per stage.
 
     Every input is read and checked before anything is written: bad input raises
-    :class:`nmt.data.io.DataError` (file and line) or :class:`nmt.errors.UsageError`
+    :class:`nmt.core.io.DataError` (file and line) or :class:`nmt.core.errors.UsageError`
     and leaves ``--out-dir`` as it was.
     """
     if cfg.symmetrization not in SYMMETRIZATIONS:

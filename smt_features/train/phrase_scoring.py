@@ -12,7 +12,7 @@ Scoring (no smoothing), with f = source and e = target:
 
 Output columns (Moses order): ``φ(f|e) lex(f|e) φ(e|f) lex(e|f)``, the
 alignment, and ``count(e) count(f) count(f, e)``; see
-:mod:`nmt.formats.phrase_table`. Scores are computed in double precision
+:mod:`nmt.core.formats.phrase_table`. Scores are computed in double precision
 (Moses divides in ``float``; the printed 6 digits agree except at rare
 rounding boundaries) and every one of them is in (0, 1].
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 
-from nmt.formats.phrase_table import SEP, PhraseEntry, encode_lines, is_gzip_path, write_encoded
+from nmt.core.formats.phrase_table import SEP, PhraseEntry, encode_lines, is_gzip_path, write_encoded
 
 from smt_features.train.align import can_fork, fork_pool
 from smt_features.train.phrase_counts import ExtractionCounts, even_ranges

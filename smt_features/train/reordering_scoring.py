@@ -6,14 +6,14 @@ value ``s_i`` to each of the three counts of a phrase pair and direction, and no
 is *constant* smoothing, ``s_i = 0.5``. A trailing ``u`` (``0.5u``, Moses's ``--SmoothWithCounts``)
 smooths with the global orientation distribution instead: ``s_i = w * (C_i + 0.1) / sum_j C_j`` with
 ``C`` the corpus-wide counts of that direction. Values are printed as ``%f``
-(:func:`nmt.formats.reordering_table.format_line`).
+(:func:`nmt.core.formats.reordering_table.format_line`).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from nmt.formats.reordering_table import format_scores
+from nmt.core.formats.reordering_table import format_scores
 
 
 @dataclass(frozen=True)

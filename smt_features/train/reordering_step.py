@@ -28,10 +28,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from nmt.config import field
-from nmt.data.io import DataError, iter_lines, iter_parallel
-from nmt.errors import UsageError, refuse_overwriting_inputs
-from nmt.formats.reordering_table import TABLE_NAME, check_reordering_table, write_reordering_table
+from nmt.core.config import field
+from nmt.core.io import DataError, iter_lines, iter_parallel
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.formats.reordering_table import TABLE_NAME, check_reordering_table, write_reordering_table
 
 from smt_features.train.align import can_fork, fork_pool, parse_pharaoh
 from smt_features.train.external_sort import SortOptions, check_size, sorted_lines

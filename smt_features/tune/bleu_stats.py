@@ -21,7 +21,7 @@ With the same tokens it equals sacreBLEU's ``corpus_score`` with
 with a zero count Moses/this module give 0 where sacreBLEU's default
 ``exp`` smoothing gives a small positive number). The figures reported for a
 system are computed separately, by sacreBLEU on *detokenized* output
-(:mod:`nmt.evaluate`); tokenized dev BLEU is only MERT's objective.
+(:mod:`nmt.translation.evaluate`); tokenized dev BLEU is only MERT's objective.
 """
 from __future__ import annotations
 

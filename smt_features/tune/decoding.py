@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nmt.data.io import DataError
-from nmt.errors import UsageError
-from nmt.formats.nbest import iter_nbest
+from nmt.core.io import DataError
+from nmt.core.errors import UsageError
+from nmt.core.formats.nbest import iter_nbest
 from smt_features.model.moses_ini import apply_weight_overrides
 from smt_features.model.weights import Weights
 from smt_features.tune.options import TuneConfig

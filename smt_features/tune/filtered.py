@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nmt.data.io import open_text
+from nmt.core.io import open_text
 from smt_features.model.table_filter import filter_table
 from smt_features.tune.decoding import absolute_paths
 from smt_features.tune.options import TuneConfig

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from nmt.errors import UsageError
+from nmt.core.errors import UsageError
 from smt_features.tune.bleu_stats import NUM_STATS, bleu_from_stats
 from smt_features.tune.envelope import INF, LineSearchResult, pick_interval
 

@@ -54,10 +54,10 @@ from typing import Any
 
 import numpy as np
 
-from nmt import config as nmt_config
-from nmt.data.io import DataError, read_lines, read_parallel
-from nmt.errors import UsageError, refuse_overwriting_inputs
-from nmt.logs import add_file_log, remove_file_log
+from nmt.core import config as nmt_config
+from nmt.core.io import DataError, read_lines, read_parallel
+from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.logs import add_file_log, remove_file_log
 from smt_features.model.moses_ini import check_feature_files, read_moses_ini
 from smt_features.model.weights import Weights, parse_ranges, value_names
 from smt_features.tune.bleu_stats import bleu_from_stats

@@ -287,7 +287,7 @@ def optimise(nbest_lists: Sequence[Sequence[Any]], references: Sequence[str] | S
     """MERT on given n-best lists; returns ``(weights, tokenized corpus BLEU in percent)``.
 
     ``nbest_lists[i]`` holds sentence ``i``'s candidates, each either an
-    :class:`nmt.formats.nbest.NBestEntry` (its features are used as the
+    :class:`nmt.core.formats.nbest.NBestEntry` (its features are used as the
     n-best file gives them) or a pair ``(hypothesis, feature values)``;
     ``references[i]`` is the tokenized reference (or a list of them).
     ``init_weights`` is a sequence in feature order, or a mapping from

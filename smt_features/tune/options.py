@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmt.config import field
+from nmt.core.config import field
 
 
 @dataclass

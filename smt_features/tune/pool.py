@@ -107,7 +107,7 @@ class NBestPool:
     def from_lists(cls, nbest_lists: Sequence[Sequence[Any]], references: Sequence[str] | Sequence[Sequence[str]], *,
                    ref_length: str = "closest", feature_names: Sequence[str] | None = None) -> "NBestPool":
         """The pool of given n-best lists: ``nbest_lists[i]`` holds sentence ``i``'s candidates, each an
-        :class:`nmt.formats.nbest.NBestEntry` (its features as the n-best file gives them, layout checked) or a
+        :class:`nmt.core.formats.nbest.NBestEntry` (its features as the n-best file gives them, layout checked) or a
         pair ``(hypothesis, feature values)``; ``references[i]`` is its tokenized reference (or a list of them)."""
         if len(nbest_lists) != len(references):
             raise ValueError(f"{len(nbest_lists)} n-best lists but {len(references)} references")
@@ -177,7 +177,7 @@ class NBestPool:
             raise ValueError(f"{where}: feature labels/sizes {layout} differ from the pool's {self.layout}")
 
     def add_entry(self, entry: Any, where: str = "n-best") -> bool:
-        """Add an :class:`nmt.formats.nbest.NBestEntry` (anything with ``sent_id``, ``tokens``, ``features``)."""
+        """Add an :class:`nmt.core.formats.nbest.NBestEntry` (anything with ``sent_id``, ``tokens``, ``features``)."""
         self.check_layout(layout_of(entry.features), f"{where}:{getattr(entry, 'line_no', '?')}")
         values = [v for _, vals in entry.features for v in vals]
         return self.add(entry.sent_id, entry.tokens, values)
@@ -187,7 +187,7 @@ class NBestPool:
 
     def add_nbest_file(self, path: str | Path) -> tuple[int, int]:
         """Merge a Moses n-best file; returns ``(lines read, new candidates)``."""
-        from nmt.formats.nbest import iter_nbest
+        from nmt.core.formats.nbest import iter_nbest
 
         read = new = 0
         for entry in iter_nbest(path):

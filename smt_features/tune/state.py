@@ -6,7 +6,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from nmt.data.io import atomic_write
+from nmt.core.io import atomic_write
 from smt_features.tune.options import TuneConfig
 
 STATE_FILE = "iterations.json"

@@ -1,7 +1,7 @@
 """The bad-input probe: every command that reads user files, fed the faults users meet.
 
 One :class:`Case` is one command run on one fault. Its expected outcome is the toolkit's error
-convention (``nmt/errors.py``): exit status 2, one message ``PROG: FILE:LINE: what is wrong`` on
+convention (``nmt/core/errors.py``): exit status 2, one message ``PROG: FILE:LINE: what is wrong`` on
 stderr (``FILE`` alone where no line applies), no traceback, no output file left behind, every
 input unchanged. ``tests/test_bad_input.py`` runs the cases in-process; ``benchmarks/bad_input_probe.py``
 runs them as the installed console scripts and prints the fault × command table.

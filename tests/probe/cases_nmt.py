@@ -7,10 +7,10 @@ a malformed ``--config``, and an output that is one of the inputs. Text that is 
 (CRLF line ends, a byte order mark) is read, not refused: those cases expect exit status 0 where the
 command says what it did on stderr; the silent filters (``nmt-score``, ``nmt-translate``,
 ``nmt-evaluate``, ``nmt-lm-score``, ``nmt-lm-eval``) are checked for it in
-``tests/test_nothing_lost_nmt.py`` instead, together with their output.
+``tests/nmt/cli/test_nothing_lost_nmt.py`` instead, together with their output.
 
 ``nmt-prepare`` reads the corpus registry (``$MT_DATA``), which a case cannot point elsewhere; its
-data faults are tested in ``tests/test_nothing_lost_nmt.py``.
+data faults are tested in ``tests/nmt/cli/test_nothing_lost_nmt.py``.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Probe cases of smt-train-phrases, smt-kenlm, smt-decode and smt-tune (see ``tests/probe/__init__.py``).
 
 Unusual but valid text (CRLF line ends, a byte order mark, a 5,000-token training line) must be read,
-not refused: those runs exit 0 and are checked in ``tests/test_smt_valid_odd_input.py``.
+not refused: those runs exit 0 and are checked in ``tests/smt/cli/test_smt_valid_odd_input.py``.
 """
 from __future__ import annotations
 

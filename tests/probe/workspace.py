@@ -66,8 +66,8 @@ class Workspace:
     # ------------------------------------------------------------ good inputs
     @cached_property
     def data(self) -> Path:
-        """The toy parallel corpus of ``tests/conftest.py`` (``train.tok.en`` … and vocabularies)."""
-        from conftest import make_toy_data
+        """The toy parallel corpus of ``tests/toy_corpus.py`` (``train.tok.en`` … and vocabularies)."""
+        from tests.toy_corpus import make_toy_data
 
         return make_toy_data(self.inputs / "data", n_train=80, n_dev=10)
 

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.data.special import BOS, EOS, PAD
-from nmt.precision import lstm_needs_fp32, note_fallback
+from nmt.training.precision import lstm_needs_fp32, note_fallback
 
 State = Any  # a tensor, or tuples / lists / dicts of tensors (model specific)
 
@@ -103,7 +103,7 @@ def run_lstm(lstm: nn.LSTM, x: Tensor, state: tuple[Tensor, Tensor] | None,
     after each row's last real token (packed sequence), outputs beyond are zero.
 
     Under bf16 autocast on a CPU without oneDNN's bf16 LSTM kernel the recurrence runs in
-    float32 (outputs and state float32), see :mod:`nmt.precision`."""
+    float32 (outputs and state float32), see :mod:`nmt.training.precision`."""
     if lstm_needs_fp32(x.device):
         note_fallback()
         with torch.autocast(device_type="cpu", enabled=False):

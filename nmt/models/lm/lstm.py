@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.models.lm.base import (INITS, LanguageModel, OutputLayer, State, TokenDropout, init_lstm_,
                                 run_lstm)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.models.lm.base import run_lstm
 from nmt.models.lm.lstm import LSTMConfig, LSTMLM
 

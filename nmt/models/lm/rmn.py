@@ -41,7 +41,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from nmt.config import field
+from nmt.core.config import field
 from nmt.data.special import PAD
 from nmt.models.lm.base import (INITS, LanguageModel, OutputLayer, State, TokenDropout, init_lstm_, length_mask,
                                 run_lstm)

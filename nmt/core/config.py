@@ -1,0 +1,195 @@
+"""Dataclass configs as the single source of options.
+
+Every option is a dataclass field with ``metadata={"help": ...}``. From it we
+generate argparse flags (kebab-case), read YAML recipe files (same keys, snake
+or kebab case) and write the resolved config next to every output.
+
+Precedence: dataclass default < YAML file (``--config``) < command-line flag.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+
+
+def field(default: Any = dataclasses.MISSING, help: str = "", *, required: bool = False, **kw: Any) -> Any:
+    """A dataclass field with help text (mutable defaults via ``default_factory``).
+
+    ``required=True`` declares the option required once, here: :func:`build` refuses a config that
+    leaves it unset (``None`` or empty) with ``missing --FLAG (or FLAG: in the --config YAML)``.
+    """
+    meta = {"help": help, "required": required}
+    if isinstance(default, (list, dict)):
+        value = default
+        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta, **kw)
+    return dataclasses.field(default=default, metadata=meta, **kw)
+
+
+def required_fields(cls: type) -> list[str]:
+    """Names of the fields of ``cls`` declared with ``field(..., required=True)``."""
+    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("required")]
+
+
+def check_required(cfg: Any) -> None:
+    """Refuse (:class:`nmt.core.errors.UsageError`) a config whose required fields are unset."""
+    from nmt.core.errors import UsageError
+
+    missing = [flag_name(name) for name in required_fields(type(cfg)) if getattr(cfg, name) in (None, "", [])]
+    if missing:
+        keys = ", ".join(m[2:].replace("-", "_") for m in missing)
+        raise UsageError(f"missing {', '.join(missing)} (or {keys}: in the --config YAML)")
+
+
+def flag_name(name: str) -> str:
+    """The command-line flag of a field: ``max_len`` → ``--max-len``."""
+    return "--" + name.replace("_", "-")
+
+
+def base_type(tp: Any) -> tuple[Any, bool]:
+    """(scalar type, is_optional) of a field annotation."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0], True
+    return tp, False
+
+
+def parse_bool(text: str) -> bool:
+    low = text.lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean, got {text!r}")
+
+
+def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
+    """Add one flag per field of ``cls``; defaults are ``None`` so YAML can fill them."""
+    hints = typing.get_type_hints(cls)
+    group = parser.add_argument_group(cls.__name__)
+    for f in dataclasses.fields(cls):
+        tp, _ = base_type(hints[f.name])
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
+        help_text = f"{f.metadata.get('help', '')} (default: {default})".replace("%", "%%")
+        if tp is bool:
+            group.add_argument(flag_name(f.name), type=parse_bool, nargs="?", const=True, default=None,
+                               metavar="BOOL", help=help_text)
+        elif typing.get_origin(tp) is list:
+            (item,) = typing.get_args(tp)
+            group.add_argument(flag_name(f.name), type=item, nargs="*", default=None, help=help_text)
+        else:
+            group.add_argument(flag_name(f.name), type=tp, default=None, help=help_text)
+
+
+def _coerce(cls: type, values: dict[str, Any], source: str) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    out = {}
+    for key, value in values.items():
+        name = key.replace("-", "_")
+        if name not in names:
+            raise ValueError(f"{source}: unknown option {key!r} for {cls.__name__}; known: {sorted(names)}")
+        tp, optional = base_type(hints[name])
+        if value is None and optional:
+            out[name] = None
+        elif tp is float and isinstance(value, int):
+            out[name] = float(value)
+        else:
+            out[name] = value
+    return out
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Options from a YAML mapping; ``file.yaml:section`` selects one top-level section."""
+    path = str(path)
+    section = None
+    if ":" in path and not Path(path).exists():
+        path, section = path.rsplit(":", 1)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except yaml.YAMLError as err:  # a malformed file: FILE:LINE: what the parser says
+        from nmt.core.io import DataError
+
+        mark = getattr(err, "problem_mark", None)
+        what = "not valid YAML: " + " ".join(str(getattr(err, "problem", "") or err).split())
+        if mark is None:
+            raise DataError(f"{path}: {what}") from None
+        raise DataError(path, mark.line + 1, what) from None
+    except UnicodeDecodeError as err:
+        from nmt.core.io import DataError
+
+        raise DataError(f"{path}: not UTF-8 text (byte {err.start}): {err.reason}") from None
+    if section is not None:
+        if not isinstance(data, dict) or section not in data:
+            raise ValueError(f"{path}: no section {section!r}")
+        data = data[section] or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a config file must be a mapping of option: value")
+    return data
+
+
+def build(cls: type[T], args: argparse.Namespace | None = None, yaml_values: dict[str, Any] | None = None,
+          source: str = "config", base: dict[str, Any] | None = None) -> T:
+    """Instantiate ``cls``: defaults < ``base`` (a preset) < YAML values < non-None command-line values."""
+    values: dict[str, Any] = dict(base or {})
+    names = {f.name for f in dataclasses.fields(cls)}
+    if yaml_values:
+        values.update(_coerce(cls, {k: v for k, v in yaml_values.items() if k.replace("-", "_") in names}, source))
+    if args is not None:
+        for name in names:
+            v = getattr(args, name, None)
+            if v is not None:
+                values[name] = v
+    cfg = cls(**values)
+    check_required(cfg)
+    return cfg
+
+
+def parse_args(classes: list[type], argv: list[str] | None = None, description: str = ""
+               ) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """Parse flags of several config classes (plus ``--config file.yaml``); returns (args, YAML values)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", help="YAML file (or FILE:SECTION) with option: value lines, same names as the "
+                        "flags; flags given on the command line win")
+    for cls in classes:
+        add_dataclass_args(parser, cls)
+    args = parser.parse_args(argv)
+    yaml_values = load_yaml(args.config) if args.config else {}
+    names = {f.name for cls in classes for f in dataclasses.fields(cls)}
+    unknown = [k for k in yaml_values if k.replace("-", "_") not in names]
+    if unknown:
+        parser.error(f"{args.config}: unknown option(s) {unknown}")
+    return args, yaml_values
+
+
+def parse(cls: type[T], argv: list[str] | None = None, description: str = "") -> T:
+    """Parse ``argv`` into ``cls``; ``--config file.yaml`` supplies defaults."""
+    args, yaml_values = parse_args([cls], argv, description)
+    return build(cls, args, yaml_values, source=str(args.config))
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)
+
+
+def save(cfg: Any, path: str | Path) -> None:
+    """Write the resolved config as YAML (atomically)."""
+    from nmt.core.io import atomic_write
+
+    with atomic_write(path) as fh:
+        yaml.safe_dump(to_dict(cfg), fh, sort_keys=False, allow_unicode=True)
+
+
+def fingerprint(cfg: Any) -> str:
+    return json.dumps(to_dict(cfg), sort_keys=True)

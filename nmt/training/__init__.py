@@ -1,0 +1,1 @@
+"""The one trainer: options, checkpoints, exact resume, streamed data, precision, DDP, weight averaging."""

@@ -1,0 +1,1 @@
+"""The encoder–decoders' room: data, training run, beam search, translate, evaluation, model I/O, rescoring engine."""

@@ -1,0 +1,1 @@
+"""Tests of benchmarks/: the device check's CPU dry run."""

@@ -1,0 +1,1 @@
+"""Tests of the ground floor (nmt/), one folder per room."""

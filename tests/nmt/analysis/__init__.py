@@ -1,0 +1,1 @@
+"""Tests of nmt/analysis/: RMN attention and RNNsearch alignment figures."""

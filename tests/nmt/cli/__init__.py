@@ -1,0 +1,1 @@
+"""Tests of the nmt-* console scripts as a user calls them."""

@@ -1,0 +1,1 @@
+"""Tests of nmt/core/: the strict io, perplexity accounting, the line formats."""

@@ -1,0 +1,1 @@
+"""Tests of nmt/fairseq_plugin/: the models as fairseq architectures."""

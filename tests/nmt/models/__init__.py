@@ -1,0 +1,1 @@
+"""Tests of nmt/models/: the gated unit, RNNenc, RNNsearch and the neural LMs."""

@@ -1,0 +1,1 @@
+"""Tests of nmt/training/: the trainer, checkpoints, exact resume, streamed data, DDP."""

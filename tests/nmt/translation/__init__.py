@@ -1,0 +1,1 @@
+"""Tests of nmt/translation/: the batched beam search."""

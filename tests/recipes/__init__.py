@@ -1,0 +1,1 @@
+"""Tests of recipes/: every recipe's --quick run and the WMT'14 recipe's helpers."""

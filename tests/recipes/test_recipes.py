@@ -1,0 +1,362 @@
+"""Every recipe's --quick run, end to end as a user calls it (CPU, CI scale). The recipes that read
+the real corpora skip when ``$MT_DATA`` (default ``../shared/data``) does not hold them."""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from tests import ROOT
+
+MT_DATA = Path(os.environ.get("MT_DATA", ROOT.parent / "shared" / "data"))
+ENV = {**os.environ, "MT_DATA": str(MT_DATA), "PYTHON": sys.executable, "BIN": str(Path(sys.executable).parent),
+       "OMP_NUM_THREADS": "1"}
+
+
+def run(*args: str, timeout: int = 600) -> str:
+    proc = subprocess.run(["bash", *args], capture_output=True, text=True, env=ENV, timeout=timeout, cwd=ROOT)
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
+    return proc.stdout
+
+
+def need(*paths: str) -> None:
+    missing = [p for p in paths if not (MT_DATA / p).exists()]
+    if missing:
+        pytest.skip(f"corpus files not found under {MT_DATA}: {missing}")
+
+
+def copy_through(work: Path, split: str) -> tuple[float, float, int]:
+    """sacreBLEU (BLEU, chrF) of the *untranslated* source against the reference the recipe scored
+    with (``WORK/text/SPLIT.ref.fr``, the raw French, its first N lines), computed here: the floor a
+    translation pipeline must clear. The source is the raw English of ``WORK/data/SPLIT.en``
+    (``nmt-prepare``'s copy), line-aligned with the raw French of ``WORK/data/SPLIT.fr``."""
+    import sacrebleu
+
+    ref = (work / "text" / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
+    src = (work / "data" / f"{split}.en").read_text(encoding="utf-8").splitlines()[:len(ref)]
+    assert (work / "data" / f"{split}.fr").read_text(encoding="utf-8").splitlines()[:len(ref)] == ref
+    assert len(src) == len(ref) > 0
+    return (sacrebleu.corpus_bleu(src, [ref]).score, sacrebleu.corpus_chrf(src, [ref]).score, len(ref))
+
+
+def check_baseline(smt: Path, split: str, min_bleu_gain: float) -> float:
+    """The tuned phrase-based baseline (MERT run 1) on SPLIT: its recorded BLEU is what sacreBLEU gives
+    its detokenized output here, and it beats a copy-through of the source by ``min_bleu_gain`` BLEU
+    (and by chrF). Returns the baseline's BLEU."""
+    import sacrebleu
+
+    copy_bleu, copy_chrf, n = copy_through(smt, split)
+    res = json.loads((smt / "tune.1" / f"{split}.scores.json").read_text())
+    hyp = (smt / "tune.1" / f"{split}.fr").read_text(encoding="utf-8").splitlines()
+    ref = (smt / "text" / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
+    assert res["num_sentences"] == len(hyp) == n
+    assert res["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyp, [ref]).score, abs=1e-6)
+    assert res["bleu"] > copy_bleu + min_bleu_gain, (split, res["bleu"], copy_bleu)
+    assert res["chrf"] > copy_chrf, (split, res["chrf"], copy_chrf)
+    return res["bleu"]
+
+
+def need_tools() -> None:
+    from smt_features.train.kenlm_build import KenLMNotFoundError, find_kenlm_binary
+
+    try:
+        find_kenlm_binary("lmplz")
+    except KenLMNotFoundError as err:
+        pytest.skip(str(err))
+
+
+def test_reverse_copy_quick(tmp_path: Path) -> None:
+    out = run("recipes/reverse_copy/run.sh", "--quick", "--threads", "1", "--work", str(tmp_path))
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert set(res["models"]) == {"lstm", "mogrifier"}
+    for model in res["models"].values():
+        first, last = model["curve"][0][1], model["curve"][-1][1]
+        assert last < first                                    # it learns something in 40 steps
+        assert all(0 < v["cross_entropy"] < 10 for v in model["final"].values())
+    assert (tmp_path / "cross_entropy_vs_length.png").stat().st_size > 1000
+    assert "| mogrifier (r=5) |" in out
+
+
+def test_sentence_completion_trains_the_papers_model() -> None:
+    """The 69.2 % model of the RMN paper (§6) is what run.sh trains by default, at both scales: a
+    unidirectional RM(+tM-g) with three LSTM layers below the memory block and dropout 0.3."""
+    import yaml
+
+    from nmt.models.lm import build_config, build_lm
+
+    here = ROOT / "recipes" / "sentence_completion"
+    default = re.search(r'^models="([^"]*)"$', (here / "run.sh").read_text(), re.M).group(1).split()
+    assert "rm+tM-g-3x128" in default
+    cfg = yaml.safe_load((here / "config.yaml").read_text())
+    for section in ("rm+tM-g-3x128", "rm+tM-g-3x128-quick"):
+        arch, model = build_config(cfg[section]["arch"])
+        assert arch == "rm" and (model.num_layers, model.temporal, model.composition) == (3, True, "gating")
+        assert model.dropout_emb == model.dropout_hidden == model.dropout_out == 0.3
+    lm = build_lm(cfg["rm+tM-g-3x128"]["arch"], 50)
+    assert lm.lstm.num_layers == 3 and lm.lstm.dropout == 0.3 and not lm.lstm.bidirectional
+    assert not hasattr(lm, "top")                                  # RM: no LSTM above the memory block
+
+
+@pytest.mark.slow
+def test_sentence_completion_quick(tmp_path: Path) -> None:
+    """The default models (LSTM and the paper's RM(+tM-g), 3 LSTM layers, dropout 0.3) at --quick scale:
+    each answers every question with one of its five candidates, the answer being the candidate it
+    scores highest, and the accuracy is the share of those answers that match the answer key."""
+    need("msr-sentence-completion/Holmes_Training_Data.tar.xz", "msr-sentence-completion/testing_data.csv",
+         "msr-sentence-completion/test_answer.csv")
+    need_tools()
+    out = run("recipes/sentence_completion/run.sh", "--quick", "--threads", "1", "--work", str(tmp_path),
+              timeout=1200)
+    msr = MT_DATA / "msr-sentence-completion"
+    with open(msr / "test_answer.csv", encoding="utf-8", newline="") as fh:
+        key = {row["id"]: row["answer"].strip() for row in csv.DictReader(fh)}
+    assert len(key) == 1040
+    acc = json.loads((tmp_path / "accuracy.json").read_text())
+    assert set(acc) == {"kenlm-5gram", "lstm-1x128", "rm+tM-g-3x128"}
+    for name, v in acc.items():
+        rows = [line.split("\t") for line in (tmp_path / "predictions" / f"{name}.tsv").read_text().splitlines()]
+        assert [r[0] for r in rows] == list(key)                      # every question once, in order
+        correct = 0
+        for qid, pick, gold, scores in rows:
+            s = [float(x) for x in scores.split()]
+            assert len(s) == 5 and all(math.isfinite(x) and x < 0 for x in s)   # ln p of a whole sentence
+            assert len(pick) == 1 and pick in "abcde"
+            assert s["abcde".index(pick)] >= max(s) - 1e-4        # the best-scoring one (scores printed to 4 places)
+            assert gold == key[qid]
+            correct += pick == gold
+        assert v["questions"] == 1040 and v["correct"] == correct
+        assert 0.0 <= v["accuracy"] / 100 <= 1.0 and v["accuracy"] == round(100 * correct / 1040, 2)
+        assert f"{name}: {correct} / 1040 correct" in out
+    assert len((tmp_path / "text" / "novels.txt").read_text().split()) == 2
+    # the neural model really is the paper's sentence-completion RM: 3 LSTM layers below the memory block
+    import yaml
+
+    summary = json.loads((tmp_path / "rm+tM-g-3x128" / "summary.json").read_text())
+    assert summary["arch"] == "rm" and summary["preset"] == "rm-paper-msr" and 0 < summary["train_lines"] <= 3000
+    model = yaml.safe_load((tmp_path / "rm+tM-g-3x128" / "config.yaml").read_text())["model"]
+    assert (model["num_layers"], model["temporal"], model["composition"]) == (3, True, "gating")
+    assert model["dropout_hidden"] == model["dropout_out"] == 0.3
+
+
+@pytest.mark.slow
+def test_multi30k_table_quick(tmp_path: Path) -> None:
+    """run.sh --table --quick: smt_baseline.sh → rnn_rescore.sh → ptb_lm (Multi30k French LMs) → lm_rerank.sh →
+    report, one MERT run; every row of the table, the rescored table's 6 scores, the report with its figures."""
+    need("multi30k/train.en.gz", "multi30k/val.en.gz", "multi30k/test_2016_flickr.fr.gz")
+    need_tools()
+    out = run("recipes/multi30k_enfr/run.sh", "--table", "--quick", "--mert-runs", "1", "--threads", "1",
+              "--work", str(tmp_path), timeout=1500)
+    smt, rnn, rerank = tmp_path / "smt", tmp_path / "rnn", tmp_path / "rerank"
+    assert (smt / "tune.1" / "moses.tuned.ini").is_file() and "MERT run 1" in out
+    with gzip.open(rnn / "phrase-table.rnn.gz", "rt", encoding="utf-8") as fh:
+        first = fh.readline().split(" ||| ")
+    assert len(first[2].split()) == 6                              # 4 Moses scores + p_rnn(e|f) + WP
+    tuned = (rnn / "rnn.tune.1" / "moses.tuned.ini").read_text()
+    assert "num-features=6" in tuned and re.search(r"^TranslationModel0=( \S+){5} 0$", tuned, re.M)
+    # the LM lists carry the new features; +all also the encoder–decoder's
+    with gzip.open(rerank / "rnnwp.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
+        line = fh.readline()
+    assert all(f" {name}= " in line for name in ("LSTM0", "RMN0", "MOG0", "RNN0"))
+    valid = json.loads((tmp_path / "lm" / "lstm-1x128" / "valid.json").read_text())
+    assert valid["num_tokens"] == 15_395 and valid["num_oov"] == 0   # Multi30k val: 14,381 words + 1,014 </s>
+    table = (rerank / "scores.md").read_text()
+    for system in ("Baseline", "+RNN", "+RNN+WP", "+LSTM-LM", "+RMN-LM", "+Mogrifier-LM", "+all", "+RNNsearch",
+                   "+all+RNNsearch"):
+        row = re.search(rf"^\| {re.escape(system)} \| ([0-9.]+) ± ", table, re.M)
+        assert row and 0.0 <= float(row.group(1)) <= 100.0, system
+    # +RNNsearch: Baseline's lists with the RNNsearch model's ln p(hyp | source), trained on the prepared pairs
+    with gzip.open(rerank / "baseline.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
+        line = fh.readline()
+    assert " RNNS0= " in line and " LSTM0= " not in line
+    # +all+RNNsearch: the +all lists (not decoded again) with RNNsearch's feature added
+    with gzip.open(rerank / "rnnwp.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
+        line = fh.readline()
+    assert all(f" {name}= " in line for name in ("LSTM0", "RMN0", "MOG0", "RNN0", "RNNS0"))
+    assert yaml.safe_load((tmp_path / "rnnsearch" / "model" / "config.yaml").read_text())["arch"] == "rnnsearch"
+    # the quick baseline translates: well above the untranslated source on both test sets
+    for split in ("test_2016_flickr", "test_2017_flickr"):
+        check_baseline(smt, split, min_bleu_gain=10.0)
+    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in table
+    records = json.loads((rerank / "results" / "all.json").read_text())
+    assert {r["set"] for r in records} == {"val", "test_2016_flickr", "test_2017_flickr"}
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "| +Mogrifier-LM |" in report and "phrase_map.png" in report and "attention_sent0.png" in report
+    assert (tmp_path / "report" / "report.html").is_file() and "total:" in (tmp_path / "wall_time.txt").read_text()
+
+
+@pytest.mark.slow
+def test_wmt_small_quick(tmp_path: Path) -> None:
+    need("europarl-v7-excerpt/europarl-v7.20k.en.gz", "newstest/newstest2012.en", "newstest/newstest2013.fr")
+    need_tools()
+    run("recipes/wmt_small/run.sh", "--quick", "--mert-runs", "1", "--threads", "1", "--work", str(tmp_path),
+        timeout=900)
+    table = (tmp_path / "rnn" / "scores.md").read_text()
+    assert "| BLEU | newstest2012 | newstest2013 | runs |" in table
+    for system in ("Baseline", "+RNN", "+RNN+WP"):
+        assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
+    check_baseline(tmp_path / "smt", "newstest2013", min_bleu_gain=5.0)
+    # references are the unescaped, detokenized newstest text (no Moses escapes left)
+    ref = (tmp_path / "smt" / "text" / "newstest2013.ref.fr").read_text(encoding="utf-8")
+    assert "&apos;" not in ref and "&quot;" not in ref and " ' " not in ref[:20000]
+
+
+@pytest.mark.slow
+def test_multi30k_nmt_quick_tiny(tmp_path: Path) -> None:
+    """The README's main job, with training cut to 20 updates (the full --quick run is `make run`)."""
+    need("multi30k/train.en.gz", "multi30k/test_2017_flickr.fr.gz")
+    out = run("recipes/multi30k_enfr/run.sh", "--quick", "--work", str(tmp_path), "--", "--max-updates", "20",
+              "--threads", "1")
+    import sacrebleu
+
+    for split in ("test_2016_flickr", "test_2017_flickr"):
+        res = json.loads((tmp_path / f"{split}.scores.json").read_text())
+        hyp = (tmp_path / f"{split}.hyp.fr").read_text(encoding="utf-8").splitlines()
+        ref = (tmp_path / "data" / f"{split}.fr").read_text(encoding="utf-8").splitlines()
+        src = (tmp_path / "data" / f"{split}.en").read_text(encoding="utf-8").splitlines()
+        assert res["num_sentences"] == len(hyp) == len(ref) == len(src) == 1000
+        # the recorded scores are sacreBLEU's on the files the recipe wrote (recomputed here) ...
+        assert res["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyp, [ref]).score, abs=1e-6)
+        assert res["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyp, [ref]).score, abs=1e-6)
+        # ... of decoder output, not the source passed through (20 updates are far too few to translate,
+        # so no quality floor here; the SMT baseline tests have one)
+        assert any(h.strip() for h in hyp)
+        assert sum(h == s for h, s in zip(hyp, src)) < 10
+    assert "BLEU" in out
+
+
+def test_recipes_share_recipes_lib_and_hold_no_inline_python() -> None:
+    """Every recipe script sources recipes/lib/common.sh; none runs Python from a heredoc or -c, and none
+    reaches into another recipe's folder for a script (shared pieces live in recipes/lib)."""
+    scripts = sorted((ROOT / "recipes").glob("*/*.sh"))
+    assert scripts
+    for path in scripts:
+        text = path.read_text(encoding="utf-8")
+        folder = path.parent.name
+        if folder != "lib":
+            assert 'source "$(dirname "$0")/../lib/common.sh"' in text, path
+        assert not re.search(r"python\"? +(-c|- )|<<'?(PY|EOF)", text), path
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        others = {m.group(1) for m in re.finditer(r"recipes/(\w+)/\w+\.(?:sh|py)", code)} - {folder, "lib"}
+        if folder == "lib":
+            others -= {"ptb_lm"}  # lib/lm_rerank.sh trains the target-side LMs with recipes/ptb_lm/run.sh
+        assert not others, (path, others)
+
+
+def test_config_value_and_run_step(tmp_path: Path) -> None:
+    cfg = ROOT / "recipes" / "multi30k_enfr" / "config.yaml"
+    lib = ROOT / "recipes" / "lib"
+
+    def value(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(lib / "config_value.py"), *args], capture_output=True,
+                              text=True, timeout=60)
+    assert value(f"{cfg}:smt_quick", "mert_nbest").stdout == "20\n"
+    assert value(f"{cfg}:smt", "mert_max_iterations").stdout == ""          # empty: the command's default
+    assert value(f"{cfg}:prepare", "test_splits").stdout == "test_2016_flickr\ntest_2017_flickr\n"
+    missing = value(f"{cfg}:smt", "no_such_key")
+    assert missing.returncode == 1 and "no no_such_key in smt" in missing.stderr
+    flags = value("--flags", f"{ROOT / 'recipes' / 'reverse_copy' / 'config.yaml'}:quick").stdout.split("\n")
+    assert flags[0].startswith("--")
+    # run_step reuses a finished step (its output exists) and runs the command otherwise
+    script = tmp_path / "s.sh"
+    script.write_text(f'source "{lib}/common.sh"\n'
+                      f'run_step a "{tmp_path}/out" -- touch "{tmp_path}/ran1"\n'
+                      f'touch "{tmp_path}/out"\n'
+                      f'run_step b "{tmp_path}/out" -- touch "{tmp_path}/ran2"\n', encoding="utf-8")
+    run(str(script))
+    assert (tmp_path / "ran1").exists() and not (tmp_path / "ran2").exists()
+
+
+def test_lm_rerank_refuses_an_unknown_optimizer(tmp_path: Path) -> None:
+    """lm_rerank.sh --optimizer: mert, kbmira or pro; anything else stops before any work (exit 2)."""
+    proc = subprocess.run(["bash", "recipes/lib/lm_rerank.sh", "--config", "c.yaml", "--smt-work", str(tmp_path / "smt"),
+                           "--rnn-work", str(tmp_path / "rnn"), "--lm-work", str(tmp_path / "lm"), "--work",
+                           str(tmp_path / "rerank"), "--rows", "rnnsearch", "--rnnsearch", "m", "--optimizer", "sgd"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=ENV)
+    assert proc.returncode == 2 and "--optimizer must be mert, kbmira or pro, not 'sgd'" in proc.stderr
+    assert not (tmp_path / "rerank").exists()
+
+
+def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
+    """recipes/experiment/run.sh CONFIG with RECIPE_DRY_RUN=1: the plan of a config naming plain PREFIX.LANG
+    files (set names = the prefixes' base names, any number of tests, only the stages the systems need), and
+    nothing run; an unknown system is refused (exit 2)."""
+    data = tmp_path / "my data"
+    data.mkdir()
+    for name in ("corpus", "heldout", "news1", "news2", "news3"):
+        for lang, line in (("en", "a house ."), ("fr", "une maison .")):
+            (data / f"{name}.{lang}").write_text(line + "\n", encoding="utf-8")
+    systems = "[Baseline, +RNN, +Mogrifier-LM]"
+    cfg = tmp_path / "mine.yaml"
+
+    def write(systems: str, lm: str = "lm_corpus: my-lm") -> None:
+        cfg.write_text(
+            "experiment:\n  title: mine\n  scale: tiny\n  scale_quick: tinier\n"
+            f"  files: {{train: '{data}/corpus', dev: '{data}/heldout',\n"
+            f"          tests: ['{data}/news1', '{data}/news2', '{data}/news3']}}\n"
+            f"  src: en\n  tgt: fr\n  systems: {systems}\n  mert_runs: 2\n  {lm}\n"
+            "  filter_table: true\n", encoding="utf-8")
+    write(systems)
+    work = tmp_path / "work"
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--quick", "--work", str(work),
+                           "--threads", "1"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    plan = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+    assert len(plan) == 4, plan                                    # prepare, Baseline, +RNN, the LM row
+
+    def after(words: list[str], flag: str, n: int = 1) -> list[str]:
+        return words[words.index(flag) + 1:words.index(flag) + 1 + n]
+    assert plan[0][0].endswith("nmt-prepare") and after(plan[0], "--train") == [f"{data}/corpus"]
+    assert after(plan[0], "--test", 3) == [f"{data}/news1", f"{data}/news2", f"{data}/news3"]
+    assert after(plan[0], "--src-lang") == ["en"] and after(plan[0], "--tgt-lang") == ["fr"]
+    assert after(plan[1], "--train") == ["corpus"]
+    assert plan[1][1].endswith("smt_baseline.sh") and "--quick" in plan[1]
+    assert after(plan[1], "--dev") == ["heldout"] and after(plan[1], "--tests") == ["news1 news2 news3"]
+    assert after(plan[1], "--mert-runs") == ["2"] and after(plan[1], "--threads") == ["1"]
+    assert plan[2][1].endswith("rnn_rescore.sh") and after(plan[2], "--systems") == ["rnn"]
+    assert after(plan[2], "--filter-sets") == ["heldout news1 news2 news3"]
+    assert plan[3][1].endswith("lm_rerank.sh") and after(plan[3], "--rows") == ["mog"]
+    assert after(plan[3], "--lm-corpus") == ["my-lm"]
+    assert "scale: tinier" in proc.stdout
+    assert not (work / "smt" / "data").exists()                    # a dry run runs nothing
+    # lm_corpus: target: the LMs on the experiment's own tokenized target side (train, dev, first test)
+    write(systems, "lm_corpus: target\n  lm_epochs: 1\n  lm_max_updates: 300")
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    lm_step = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if "lm_rerank.sh" in line][0]
+    assert after(lm_step, "--lm-corpus") == ["files"] and after(lm_step, "--lm-epochs") == ["1"]
+    assert after(lm_step, "--lm-max-updates") == ["300"]
+    assert after(lm_step, "--lm-text") == [" ".join(f"{work}/smt/data/{s}.tok.fr" for s in
+                                                    ("corpus", "heldout", "news1"))]
+    # +RNNsearch alone: its model is trained on the prepared pairs, and no LM is needed (no lm_corpus)
+    write("[Baseline, +RNNsearch]", "lm_epochs: 1")
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    plan = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+    assert [p[1] if p[0] == "bash" else p[0] for p in plan][2:] == ["run_step", str(ROOT / "recipes/lib/lm_rerank.sh")]
+    assert plan[2][-1] == "train_rnnsearch" and after(plan[3], "--rows") == ["rnnsearch"]
+    assert after(plan[3], "--rnnsearch") == [f"{work}/rnnsearch/model"] and "--lm-corpus" not in plan[3]
+    # +all+RNNsearch: the +RNN+WP runs, the RNNsearch model and the LMs, one reranking step
+    write("[Baseline, +all+RNNsearch]", "lm_corpus: my-lm")
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    plan = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+    assert after(plan[2], "--systems") == ["rnnwp"] and plan[3][-1] == "train_rnnsearch"
+    assert after(plan[4], "--rows") == ["allrs"] and after(plan[4], "--rnnsearch") == [f"{work}/rnnsearch/model"]
+    assert after(plan[4], "--lm-corpus") == ["my-lm"]
+    write("[Baseline, +BERT]")
+    bad = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert bad.returncode == 2 and "unknown system '+BERT'" in bad.stderr

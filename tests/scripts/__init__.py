@@ -1,0 +1,1 @@
+"""Tests of scripts/: the rewrite of the flat names to the rooms."""

@@ -1,0 +1,1 @@
+"""Tests of the upper floor (smt_features/), one folder per room."""

@@ -1,0 +1,1 @@
+"""Tests of the smt-* console scripts on unusual but valid input."""

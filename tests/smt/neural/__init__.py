@@ -1,0 +1,1 @@
+"""Tests of smt_features/neural/: smt-rescore and smt-rerank."""

@@ -1,0 +1,1 @@
+"""Tests of smt_features/report/: smt-report."""

@@ -1,0 +1,1 @@
+"""Tests of smt_features/train/: alignment, phrase extraction and scoring, reordering tables, KenLM."""

@@ -145,7 +145,7 @@ def test_a_run_without_seed_resumes_with_seed_one(tune_setup):
 # ----------------------------------------------------------------------------- fast code = reference code
 
 def _real_pool_or_synthetic():
-    from test_mert_kernel import random_pool, real_pool
+    from tests.smt.tune.test_mert_kernel import random_pool, real_pool
 
     return [real_pool()[0], random_pool(5, n_sent=40, dim=5), _synthetic_pool(sentences=30, k=7, seed=3)]
 

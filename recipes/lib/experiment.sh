@@ -167,16 +167,18 @@ fi
 if [ -n "$lm_rows" ]; then
   # lm_corpus: a corpus name of recipes/ptb_lm/run.sh (multi30k-fr, ptb), or `target`: the experiment's own
   # tokenized target side (train / dev / first test set); lm_epochs, lm_max_updates (optional): at most N
-  # epochs / updates per LM (not needed when +RNNsearch is the only reranked row)
+  # epochs / updates per LM (not needed when +RNNsearch is the only reranked row); with --quick lm_epochs_quick,
+  # lm_max_updates_quick instead (unset: the ptb_lm recipe's quick sizes)
+  qkey=$([ $quick = 1 ] && echo _quick || true)
   lm_corpus=$(config_value "$x" lm_corpus 2> /dev/null || true)
   lm_flags=(${lm_corpus:+--lm-corpus "$lm_corpus"})
   if [ "$lm_corpus" = target ]; then
     first_test=${tests%% *}
     lm_flags=(--lm-corpus files --lm-text "$work/smt/data/$train.tok.$tgt $work/smt/data/$dev.tok.$tgt $work/smt/data/$first_test.tok.$tgt")
   fi
-  lm_epochs=$(config_value "$x" lm_epochs 2> /dev/null || true)
+  lm_epochs=$(config_value "$x" "lm_epochs$qkey" 2> /dev/null || true)
   [ -n "$lm_epochs" ] && lm_flags+=(--lm-epochs "$lm_epochs")
-  lm_max_updates=$(config_value "$x" lm_max_updates 2> /dev/null || true)
+  lm_max_updates=$(config_value "$x" "lm_max_updates$qkey" 2> /dev/null || true)
   [ -n "$lm_max_updates" ] && lm_flags+=(--lm-max-updates "$lm_max_updates")
   stage "neural LM rows (lm_rerank.sh)" bash "$lib/lm_rerank.sh" "${common[@]}" --smt-work "$work/smt" \
     --rnn-work "$work/rnn" --lm-work "$work/lm" --work "$work/rerank" "${sets[@]}" --rows "$lm_rows" \

@@ -336,6 +336,13 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     lm_step = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if "lm_rerank.sh" in line][0]
     assert after(lm_step, "--lm-corpus") == ["files"] and after(lm_step, "--lm-epochs") == ["1"]
     assert after(lm_step, "--lm-max-updates") == ["300"]
+    # --quick reads lm_epochs_quick / lm_max_updates_quick instead (the suite's tiny scale)
+    write(systems, "lm_corpus: target\n  lm_epochs: 5\n  lm_max_updates_quick: 20")
+    proc = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--quick", "--work", str(work)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    assert proc.returncode == 0, proc.stderr
+    lm_step = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if "lm_rerank.sh" in line][0]
+    assert after(lm_step, "--lm-max-updates") == ["20"] and "--lm-epochs" not in lm_step
     assert after(lm_step, "--lm-text") == [" ".join(f"{work}/smt/data/{s}.tok.fr" for s in
                                                     ("corpus", "heldout", "news1"))]
     # +RNNsearch alone: its model is trained on the prepared pairs, and no LM is needed (no lm_corpus)

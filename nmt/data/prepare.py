@@ -3,7 +3,8 @@
 Writes into ``out_dir`` for every split ``<split>.<lang>`` (raw text) and
 ``<split>.tok.<lang>`` (tokens or SentencePiece pieces, space-joined), line
 by line aligned with each other; ``vocab.<lang>.tsv`` or ``sp.<lang>.model``
-from the kept training pairs; ``prepare.json`` (counts) and ``config.yaml``.
+from the kept training pairs; ``prepare.json`` (counts, and the split names by role: ``"roles"``, read by
+the ``--data-dir`` commands through ``nmt.data.prepared``) and ``config.yaml``.
 Only the training split is filtered (empty pairs, length); dev and test are
 kept whole and must have no empty lines.
 
@@ -33,6 +34,7 @@ from tqdm import tqdm
 
 from nmt.core.config import field
 from nmt.data.corpora import Split, get_split, prefix_split
+from nmt.data.prepared import roles_of
 from nmt.core.io import DataError, atomic_write, check_parallel_lengths, iter_parallel, iter_tsv_pairs
 from nmt.data.special import UNK
 from nmt.data.tokenize import MosesTokenizer
@@ -290,6 +292,8 @@ def prepare_parallel(cfg: PrepareConfig) -> dict[str, Any]:
                              "tgt_lang": cfg.tgt_lang, "tokenizer": cfg.tokenizer, "splits": {}, "vocab": {},
                              "files": []}
     (train_name, train_split), evals = _splits(cfg)
+    # which split is which: the --data-dir commands find the files by these names (nmt.data.prepared)
+    stats["roles"] = roles_of(train_name, [name for name, _ in evals], bool(cfg.dev if cfg.train else cfg.dev_split))
     if cfg.train:
         stats["inputs"] = {n: {k: str(p) for k, p in s.files.items()} for n, s in [(train_name, train_split), *evals]}
     # every split is read (and checked) before anything is written: a bad file leaves no partial output

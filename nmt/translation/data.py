@@ -17,6 +17,7 @@ from nmt.data.batching import pair_batch, bucketed_batches
 from nmt.core.io import DataError, read_parallel
 from nmt.training.pair_stream import PairStream, StreamBatch, sentence_pairs_in_order
 from nmt.data.special import PAD
+from nmt.data.prepared import DEFAULT_DEV, DEFAULT_TRAIN, PREPARE_JSON, missing_split_file, split_names
 from nmt.data.vocab import Vocabulary, load_vocab
 
 
@@ -25,10 +26,12 @@ class TranslationDataConfig:
     data_dir: str | None = field(None, help="folder written by nmt-prepare (fills the paths below)")
     src_lang: str = field("en", help="source language code")
     tgt_lang: str = field("fr", help="target language code")
-    train_src: str | None = field(None, help="tokenized training source file (default: DATA_DIR/train.tok.SRC)")
-    train_tgt: str | None = field(None, help="tokenized training target file (default: DATA_DIR/train.tok.TGT)")
-    dev_src: str | None = field(None, help="tokenized dev source file (default: DATA_DIR/val.tok.SRC)")
-    dev_tgt: str | None = field(None, help="tokenized dev target file (default: DATA_DIR/val.tok.TGT)")
+    train_src: str | None = field(None, help="tokenized training source file (default: DATA_DIR/TRAIN.tok.SRC, "
+                                                "TRAIN the training split named in DATA_DIR/prepare.json, else train)")
+    train_tgt: str | None = field(None, help="tokenized training target file (default: DATA_DIR/TRAIN.tok.TGT)")
+    dev_src: str | None = field(None, help="tokenized dev source file (default: DATA_DIR/DEV.tok.SRC, DEV the "
+                                              "dev split named in DATA_DIR/prepare.json, else val)")
+    dev_tgt: str | None = field(None, help="tokenized dev target file (default: DATA_DIR/DEV.tok.TGT)")
     src_vocab: str | None = field(None, help="source vocabulary (default: DATA_DIR/vocab.SRC.tsv)")
     tgt_vocab: str | None = field(None, help="target vocabulary (default: DATA_DIR/vocab.TGT.tsv)")
     phrase_table: str | None = field(None, help="train on the unique pairs of this Moses phrase table instead "
@@ -57,9 +60,11 @@ class TranslationDataConfig:
                 raise NotADirectoryError(errno.ENOTDIR, "--data-dir is a file, not a folder written by nmt-prepare",
                                          str(base))
             raise FileNotFoundError(errno.ENOENT, "no such --data-dir (a folder written by nmt-prepare)", str(base))
+        names = split_names(base) if base is not None else None
+        train, dev = (names.train, names.dev) if names is not None else (DEFAULT_TRAIN, DEFAULT_DEV)
         defaults = {
-            "train_src": f"train.tok.{self.src_lang}", "train_tgt": f"train.tok.{self.tgt_lang}",
-            "dev_src": f"val.tok.{self.src_lang}", "dev_tgt": f"val.tok.{self.tgt_lang}",
+            "train_src": f"{train}.tok.{self.src_lang}", "train_tgt": f"{train}.tok.{self.tgt_lang}",
+            "dev_src": f"{dev}.tok.{self.src_lang}", "dev_tgt": f"{dev}.tok.{self.tgt_lang}",
             "src_vocab": f"vocab.{self.src_lang}.tsv", "tgt_vocab": f"vocab.{self.tgt_lang}.tsv",
         }
         out: dict[str, str] = {}
@@ -70,7 +75,17 @@ class TranslationDataConfig:
                     if key.startswith("train") and self.phrase_table:
                         continue
                     raise ValueError(f"--{key.replace('_', '-')} is required when --data-dir is not given")
-                value = str(base / name)
+                assert names is not None
+                role = key.partition("_")[0] if key.startswith(("train", "dev")) else None
+                if role == "train" and self.phrase_table:
+                    role = None  # trains on the table's pairs: the folder's training split is not read
+                if role == "dev" and names.dev is None:
+                    raise DataError(f"{base / PREPARE_JSON}: nmt-prepare wrote no dev split into this --data-dir "
+                                    f"(rerun it with --dev PREFIX, or give --{key.replace('_', '-')} FILE)")
+                path = base / name
+                if role is not None and not path.is_file():
+                    raise missing_split_file(path, names, role, f"--{key.replace('_', '-')}")
+                value = str(path)
             out[key] = value
         if self.reverse:  # the model's input side is the target language: swap every src/tgt path
             out = {swap_side(key): value for key, value in out.items()}

@@ -21,13 +21,18 @@ import yaml
 T = TypeVar("T")
 
 
-def field(default: Any = dataclasses.MISSING, help: str = "", *, required: bool = False, **kw: Any) -> Any:
+def field(default: Any = dataclasses.MISSING, help: str = "", *, required: bool = False,
+          choices: Any = None, **kw: Any) -> Any:
     """A dataclass field with help text (mutable defaults via ``default_factory``).
 
     ``required=True`` declares the option required once, here: :func:`build` refuses a config that
     leaves it unset (``None`` or empty) with ``missing --FLAG (or FLAG: in the --config YAML)``.
+    ``choices`` (a sequence) limits the values: the flag's argparse ``choices`` and a check of the
+    ``--config`` YAML value (of each item, for a list field).
     """
     meta = {"help": help, "required": required}
+    if choices is not None:
+        meta["choices"] = tuple(choices)
     if isinstance(default, (list, dict)):
         value = default
         return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta, **kw)
@@ -81,7 +86,12 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
         help_text = f"{f.metadata.get('help', '')} (default: {default})".replace("%", "%%")
-        if tp is bool:
+        choices = f.metadata.get("choices")
+        if choices is not None and tp is not bool:
+            group.add_argument(flag_name(f.name), type=typing.get_args(tp)[0] if typing.get_origin(tp) is list
+                               else tp, choices=choices, nargs="*" if typing.get_origin(tp) is list else None,
+                               default=None, help=help_text)
+        elif tp is bool:
             group.add_argument(flag_name(f.name), type=parse_bool, nargs="?", const=True, default=None,
                                metavar="BOOL", help=help_text)
         elif typing.get_origin(tp) is list:
@@ -91,21 +101,106 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
             group.add_argument(flag_name(f.name), type=tp, default=None, help=help_text)
 
 
+class ConfigValues(dict):
+    """The option: value mapping of a ``--config`` YAML; ``source`` is ``FILE`` or ``FILE:SECTION`` (for messages)."""
+
+    source: str = "config"
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "a boolean (true/false)", str: "a string"}
+
+
+def _type_word(tp: Any) -> str:
+    return _TYPE_WORDS.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _check_scalar(tp: Any, value: Any, where: str, choices: tuple | None) -> Any:
+    """``value`` (from YAML) as the argparse type ``tp`` would give it; :class:`UsageError` when it is not one."""
+    from nmt.core.errors import UsageError
+
+    def bad() -> UsageError:
+        return UsageError(f"{where}: expected {_type_word(tp)}, got {value!r}")
+
+    if tp is bool:
+        if isinstance(value, bool):
+            out = value
+        elif isinstance(value, str):
+            try:
+                out = parse_bool(value)
+            except argparse.ArgumentTypeError:
+                raise bad() from None
+        else:
+            raise bad()
+    elif tp is int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise bad()
+        try:
+            out = int(value)
+        except ValueError:
+            raise bad() from None
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise bad()
+        try:
+            out = float(value)
+        except ValueError:
+            raise bad() from None
+    elif tp is str:
+        if isinstance(value, str):
+            out = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out = str(value)  # `output: 2024`: what the flag would give
+        else:
+            raise bad()
+    elif isinstance(tp, type) and tp is not Any and isinstance(value, str):
+        try:  # Path and the like: built from the text, as argparse does
+            out = tp(value)
+        except (TypeError, ValueError):
+            raise bad() from None
+    else:
+        out = value
+    if choices is not None and out not in choices:
+        from nmt.core.errors import UsageError
+
+        shown = ", ".join(repr(c) if c == "" else str(c) for c in choices)
+        raise UsageError(f"{where}: expected one of {shown}, got {value!r}")
+    return out
+
+
+def check_value(tp: Any, value: Any, where: str, choices: tuple | None = None, optional: bool = False) -> Any:
+    """A ``--config`` value checked (and converted) against a field's annotation, as its argparse flag would be:
+    int, float, bool, str, choices, and ``list[X]`` (each item; a single value becomes a one-item list).
+    Raises :class:`UsageError` ``WHERE: expected an integer, got 'many'``."""
+    from nmt.core.errors import UsageError
+
+    if value is None:
+        if optional or tp not in (int, float, bool):
+            return None
+        raise UsageError(f"{where}: expected {_type_word(tp)}, got nothing")
+    if typing.get_origin(tp) is list:
+        args = typing.get_args(tp)
+        item = args[0] if args else Any
+        if isinstance(value, dict):
+            raise UsageError(f"{where}: expected a list, got {value!r}")
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return [_check_scalar(item, v, where, choices) for v in items]
+    if typing.get_origin(tp) is not None:  # dict[...] and other shapes: left to the config class
+        return value
+    if tp in (int, float, bool, str) and isinstance(value, (list, dict)):
+        raise UsageError(f"{where}: expected {_type_word(tp)}, got {value!r}")
+    return _check_scalar(tp, value, where, choices)
+
+
 def _coerce(cls: type, values: dict[str, Any], source: str) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
+    by_name = {f.name: f for f in dataclasses.fields(cls)}
     out = {}
     for key, value in values.items():
         name = key.replace("-", "_")
-        if name not in names:
-            raise ValueError(f"{source}: unknown option {key!r} for {cls.__name__}; known: {sorted(names)}")
+        if name not in by_name:
+            raise ValueError(f"{source}: unknown option {key!r} for {cls.__name__}; known: {sorted(by_name)}")
         tp, optional = base_type(hints[name])
-        if value is None and optional:
-            out[name] = None
-        elif tp is float and isinstance(value, int):
-            out[name] = float(value)
-        else:
-            out[name] = value
+        out[name] = check_value(tp, value, f"{source}: {key}", by_name[name].metadata.get("choices"), optional)
     return out
 
 
@@ -136,7 +231,9 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         data = data[section] or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a config file must be a mapping of option: value")
-    return data
+    values = ConfigValues(data)
+    values.source = path if section is None else f"{path}:{section}"
+    return values
 
 
 def build(cls: type[T], args: argparse.Namespace | None = None, yaml_values: dict[str, Any] | None = None,
@@ -145,6 +242,7 @@ def build(cls: type[T], args: argparse.Namespace | None = None, yaml_values: dic
     values: dict[str, Any] = dict(base or {})
     names = {f.name for f in dataclasses.fields(cls)}
     if yaml_values:
+        source = getattr(yaml_values, "source", source)  # FILE[:SECTION] of a load_yaml mapping
         values.update(_coerce(cls, {k: v for k, v in yaml_values.items() if k.replace("-", "_") in names}, source))
     if args is not None:
         for name in names:

@@ -69,7 +69,7 @@ class PrepareConfig:
     src_vocab_size: int = field(15000, help="source vocabulary: most frequent words kept (plus 4 specials)")
     tgt_vocab_size: int = field(15000, help="target vocabulary: most frequent words kept (plus 4 specials)")
     max_train_pairs: int | None = field(None, help="use only the first N training pairs (None = all)")
-    tokenizer: str = field("moses", help="'moses' (words + vocab.<lang>.tsv) or 'sentencepiece' (sp.<lang>.model)")
+    tokenizer: str = field("moses", choices=TOKENIZERS, help="'moses' (words + vocab.<lang>.tsv) or 'sentencepiece' (sp.<lang>.model)")
     sp_vocab_size: int = field(8000, help="SentencePiece vocabulary size per language")
     download: bool = field(False, help="download missing corpus files into the cache ($MT_CACHE), sha256-checked "
                                        "(also RNNSMT_DOWNLOAD=1); off: a missing corpus is an error")

@@ -59,7 +59,7 @@ class DecodeConfig:
     search: str = C.field("auto", help="search implementation: 'python', 'compiled' (the C++ core built by "
                                        "third_party/build_search.sh; error if missing) or 'auto' (compiled "
                                        "when available); identical results")
-    lm_load: str = C.field("", help="how KenLM binaries are loaded: lazy (mapped, pages read as touched: memory "
+    lm_load: str = C.field("", choices=("",) + tuple(LOAD_METHODS), help="how KenLM binaries are loaded: lazy (mapped, pages read as touched: memory "
                                     "and start-up do not grow with the LM), populate (mapped and read at start), "
                                     "read; default: the KENLM line's lazyken (1 lazy, 0 populate), else lazy")
     weights_override: str = C.field("", help="replace weights, e.g. 'LM0= 0.5 Distortion0= 0.1'")

@@ -2,8 +2,10 @@
 
 File layout (little-endian)::
 
-    [0, 4096)       header: MAGIC, then JSON (format, the source table's name/size/mtime_ns,
-                    num_scores, num_pairs, num_groups, max_src_len, index offsets), NUL-padded
+    [0, 4096)       header: MAGIC, then JSON (format, the source table's name/size/mtime_ns and
+                    sample_blake2b (a hash of its first and last MiB), num_scores, num_pairs,
+                    num_groups, max_src_len, index offsets, payload_blake2b: a hash of every byte
+                    from 4096 to the end), NUL-padded
     [4096, I)       groups in table order; a group = the consecutive lines of one source phrase:
                     u32 len(src), u32 n lines, u32 len(targets), src (UTF-8, words joined by ' '),
                     targets (UTF-8, one per line joined by '\\n', words joined by ' '),
@@ -19,6 +21,13 @@ on its own, so memory is bounded by a buffer and one bucket, not by the table.
 A lookup (:meth:`BinaryPhraseTable.get`) binary-searches the hashes and reads
 every group of the same source phrase (the source bytes are compared, so a hash
 collision is harmless), giving the table-order list the in-memory table gives.
+
+Staleness (:func:`check_current`) is decided from the table's content, not its modification
+time alone: a sidecar is current when the table's size and mtime are those recorded (the fast
+path), or else when its size and the hash of its first and last :data:`SAMPLE_BYTES` are (a
+model folder copied without keeping mtimes). A sidecar written before ``sample_blake2b``
+existed falls back to size + mtime. Opening a sidecar does not hash it (start-up time);
+:func:`verify_payload` (``smt-binarize-table --check``) reads it whole against ``payload_blake2b``.
 """
 from __future__ import annotations
 
@@ -46,6 +55,8 @@ BUCKETS = 256
 #: (hash, offset) pairs held in memory before they are spilled to the bucket files
 SPILL_EVERY = 1 << 20
 SUFFIX = ".bin"
+#: bytes hashed at each end of the table for its content stamp
+SAMPLE_BYTES = 1 << 20
 _GROUP = struct.Struct("<III")
 _PAIR = np.dtype([("h", "<u8"), ("o", "<u8")])
 
@@ -60,10 +71,44 @@ def phrase_hash(src_bytes: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(src_bytes, digest_size=8).digest(), "little")
 
 
-def source_stamp(table: str | os.PathLike[str]) -> dict:
-    """What identifies the table a sidecar was built from: its name, size and modification time."""
+def content_sample(table: str | os.PathLike[str], size: int | None = None) -> str:
+    """blake2b (hex) of the first and last :data:`SAMPLE_BYTES` of ``table`` (the whole file when it is smaller
+    than twice that): what tells a copied table (new mtime) from an edited one, without reading it all."""
+    size = os.stat(table).st_size if size is None else size
+    h = hashlib.blake2b(digest_size=16)
+    with open(table, "rb") as fh:
+        if size <= 2 * SAMPLE_BYTES:
+            h.update(fh.read())
+        else:
+            h.update(fh.read(SAMPLE_BYTES))
+            fh.seek(size - SAMPLE_BYTES)
+            h.update(fh.read(SAMPLE_BYTES))
+    return h.hexdigest()
+
+
+def source_stamp(table: str | os.PathLike[str], *, sample: bool = True) -> dict:
+    """What identifies the table a sidecar was built from: its name, size, modification time and (``sample``)
+    the hash of its first and last MiB."""
     st = os.stat(table)
-    return {"name": Path(table).name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    stamp = {"name": Path(table).name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if sample:
+        stamp["sample_blake2b"] = content_sample(table, st.st_size)
+    return stamp
+
+
+class _HashingWriter:
+    """A file opened for writing whose bytes written from its creation on go through a blake2b (the payload
+    checksum); ``tell`` as the file's."""
+
+    def __init__(self, fh) -> None:
+        self._fh, self.hash = fh, hashlib.blake2b(digest_size=16)
+
+    def write(self, data) -> int:
+        self.hash.update(data)
+        return self._fh.write(data)
+
+    def tell(self) -> int:
+        return self._fh.tell()
 
 
 def binarize_table(table: str | os.PathLike[str], output: str | os.PathLike[str], *, progress: bool = False,
@@ -77,24 +122,25 @@ def binarize_table(table: str | os.PathLike[str], output: str | os.PathLike[str]
         bucket_files = [open(Path(tmp) / f"{b:03d}", "wb") for b in range(BUCKETS)]
         try:
             fh.write(b"\0" * HEADER_SIZE)
-            stats = _write_groups(reader, fh, bucket_files, spill_every, progress, table)
+            out = _HashingWriter(fh)  # everything after the header
+            stats = _write_groups(reader, out, bucket_files, spill_every, progress, table)
         finally:
             for f in bucket_files:
                 f.close()
-        index_offset = _pad8(fh)
+        index_offset = _pad8(out)
         offsets_path = Path(tmp) / "offsets"
         with open(offsets_path, "wb") as off_fh:
             for b in range(BUCKETS):
                 pairs = np.fromfile(Path(tmp) / f"{b:03d}", dtype=_PAIR)
                 pairs.sort(order=("h", "o"))
-                fh.write(pairs["h"].astype("<u8").tobytes())
+                out.write(pairs["h"].astype("<u8").tobytes())
                 off_fh.write(pairs["o"].astype("<u8").tobytes())
                 del pairs
         with open(offsets_path, "rb") as off_fh:
             while chunk := off_fh.read(1 << 22):
-                fh.write(chunk)
+                out.write(chunk)
         header = {"format": FORMAT, "source": stamp, "num_scores": reader.num_scores or 0, **stats,
-                  "index_offset": index_offset}
+                  "index_offset": index_offset, "payload_blake2b": out.hash.hexdigest()}
         fh.seek(0)
         fh.write(_header_bytes(header))
     return header
@@ -194,13 +240,50 @@ def read_header(path: str | os.PathLike[str]) -> dict:
 
 
 def check_current(path: str | os.PathLike[str], table: str | os.PathLike[str], header: dict) -> None:
-    """Refuse a sidecar that was not built from ``table`` as it is now (size or modification time differ)."""
-    now = source_stamp(table)
+    """Refuse a sidecar that was not built from ``table`` as it is now.
+
+    Current: same size and mtime (fast path), or same size and same hash of the first and last MiB
+    (``sample_blake2b``; a copy that did not keep mtimes). A sidecar without ``sample_blake2b`` (written by
+    an older smt-binarize-table) needs the same size and mtime, as before."""
+    now = source_stamp(table, sample=False)
     was = header.get("source", {})
-    if (was.get("size"), was.get("mtime_ns")) != (now["size"], now["mtime_ns"]):
+    rebuild = f"rebuild it with `smt-binarize-table --table {table}` or delete it"
+    if was.get("size") != now["size"]:
+        raise DataError(f"{path}: stale binarized phrase table: built from {table} of {was.get('size')} bytes, "
+                        f"which is now {now['size']} bytes; {rebuild}")
+    if was.get("mtime_ns") == now["mtime_ns"]:
+        return
+    if "sample_blake2b" not in was:
         raise DataError(f"{path}: stale binarized phrase table: built from {table} of {was.get('size')} bytes "
                         f"(mtime_ns {was.get('mtime_ns')}), which is now {now['size']} bytes (mtime_ns "
-                        f"{now['mtime_ns']}); rebuild it with `smt-binarize-table --table {table}` or delete it")
+                        f"{now['mtime_ns']}; this sidecar predates content stamps, so the time decides); {rebuild}")
+    if content_sample(table, now["size"]) != was["sample_blake2b"]:
+        raise DataError(f"{path}: stale binarized phrase table: {table} has the same size ({now['size']} bytes) "
+                        f"but not the content it was built from (the hash of its first and last MiB differs); "
+                        f"{rebuild}")
+
+
+def verify_payload(path: str | os.PathLike[str], header: dict | None = None) -> None:
+    """Read the whole sidecar and compare its bytes after the header with ``payload_blake2b`` (``DataError``
+    naming ``path`` when they differ, when the file is truncated, or when the sidecar has no checksum)."""
+    header = read_header(path) if header is None else header
+    want = header.get("payload_blake2b")
+    if want is None:
+        raise DataError(f"{path}: binarized phrase table without a payload checksum (written by an older "
+                        f"smt-binarize-table); rebuild it to check it")
+    size = os.stat(path).st_size
+    expected = int(header["index_offset"]) + 16 * int(header["num_groups"])
+    if size != expected:
+        raise DataError(f"{path}: corrupt binarized phrase table: {size} bytes, its header says {expected}; "
+                        f"rebuild it with smt-binarize-table")
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        fh.seek(HEADER_SIZE)
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    if h.hexdigest() != want:
+        raise DataError(f"{path}: corrupt binarized phrase table: its content does not match its checksum "
+                        f"(payload_blake2b); rebuild it with smt-binarize-table")
 
 
 class _PreadColumn:

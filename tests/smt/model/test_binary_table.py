@@ -95,23 +95,119 @@ def _decode_cli(ini: Path, src: Path, tag: str, tmp_path: Path) -> tuple[str, st
     return out.read_text(encoding="utf-8"), nb.read_text(encoding="utf-8")
 
 
-def test_smt_decode_uses_a_current_sidecar_and_refuses_a_stale_one(tmp_path, capsys):
-    gz = tmp_path / "pt.gz"
-    random_table(gz, 3)
-    ini = tmp_path / "moses.ini"
-    default_config(str(gz), str(DATA / "toy.arpa"), lm_order=2).write(ini)
-    src = tmp_path / "in.txt"
+def _toy_system(folder: Path, seed: int = 3, gz: bool = True) -> tuple[Path, Path, Path]:
+    """(table, moses.ini, input) of a toy system in ``folder`` (the table plain text when not ``gz``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    table = folder / "pt.gz"
+    random_table(table, seed)
+    if not gz:
+        plain = folder / "pt"
+        plain.write_bytes(gzip.decompress(table.read_bytes()))
+        table.unlink()
+        table = plain
+    ini = folder / "moses.ini"
+    default_config(str(table), str(DATA / "toy.arpa"), lm_order=2).write(ini)
+    src = folder / "in.txt"
     src.write_text("s0 s1 s2\ns3 s4 s5 s0\ns9 s1\n", encoding="utf-8")
+    return table, ini, src
+
+
+def _refused_as_stale(capsys, table: Path, ini: Path, src: Path, out: Path) -> str:
+    capsys.readouterr()
+    assert decode_main(["--moses-ini", str(ini), "--input", str(src), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"smt-decode: {table}.bin: stale binarized phrase table") and "smt-binarize-table" in err
+    assert "Traceback" not in err and not out.exists()
+    return err
+
+
+def test_smt_decode_uses_a_current_sidecar_and_refuses_a_stale_one(tmp_path, capsys):
+    gz, ini, src = _toy_system(tmp_path)
     before = _decode_cli(ini, src, "text", tmp_path)
     assert binarize_main(["--table", str(gz), "--progress", "false"]) == 0
     assert _decode_cli(ini, src, "binary", tmp_path) == before
+    header = json.loads((tmp_path / "pt.gz.bin").read_bytes()[24:4096].split(b"\n", 1)[0])
+    assert header["source"]["sample_blake2b"] and header["payload_blake2b"]
+    with open(gz, "ab") as fh:  # the table grew after binarizing
+        fh.write(b"\0")
+    _refused_as_stale(capsys, gz, ini, src, tmp_path / "o")
+
+
+def test_a_copied_system_with_new_mtimes_keeps_its_sidecar(tmp_path):
+    """``cp -r`` without keeping mtimes: the sidecar is judged by the table's size and content stamp."""
+    import shutil
+
+    gz, ini, src = _toy_system(tmp_path / "a")
+    assert binarize_main(["--table", str(gz), "--progress", "false"]) == 0
+    before = _decode_cli(ini, src, "a", tmp_path)
+    copy = tmp_path / "b"
+    copy.mkdir()
+    for name in ("pt.gz", "pt.gz.bin", "in.txt"):
+        shutil.copyfile(tmp_path / "a" / name, copy / name)  # contents only: new mtimes
+    os.utime(copy / "pt.gz", ns=(10**18, 10**18 + 12345))
+    os.utime(copy / "pt.gz.bin", ns=(10**18, 10**18 - 10**9))  # older than its table, too
+    default_config(str(copy / "pt.gz"), str(DATA / "toy.arpa"), lm_order=2).write(copy / "moses.ini")
+    assert isinstance(load_phrase_table(copy / "pt.gz"), BinaryPhraseTable)
+    assert _decode_cli(copy / "moses.ini", copy / "in.txt", "b", tmp_path) == before
+    assert binarize_main(["--table", str(copy / "pt.gz"), "--check", "--progress", "false"]) == 0
+
+
+def test_a_table_edited_in_place_to_the_same_size_is_stale(tmp_path, capsys):
+    table, ini, src = _toy_system(tmp_path, gz=False)
+    assert binarize_main(["--table", str(table), "--progress", "false"]) == 0
+    text = table.read_text(encoding="utf-8")
+    edited = text.replace("0.125", "0.375", 1)
+    assert edited != text and len(edited) == len(text)
+    st = table.stat()
+    table.write_text(edited, encoding="utf-8")
+    os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    err = _refused_as_stale(capsys, table, ini, src, tmp_path / "o")
+    assert "same size" in err and "content" in err
+    assert binarize_main(["--table", str(table), "--check", "--progress", "false"]) == 2
+    assert f"{table}.bin: stale binarized phrase table" in capsys.readouterr().err
+
+
+def test_an_old_sidecar_without_content_stamp_is_judged_by_mtime(tmp_path, capsys):
+    """A sidecar written before the content stamp: same size and mtime, as before, else stale."""
+    from smt_features.model import binary_table as B
+
+    gz, ini, src = _toy_system(tmp_path)
+    side = tmp_path / "pt.gz.bin"
+    assert binarize_main(["--table", str(gz), "--progress", "false"]) == 0
+    raw = bytearray(side.read_bytes())
+    header = json.loads(bytes(raw[len(B.MAGIC):B.HEADER_SIZE]).split(b"\n", 1)[0])
+    del header["source"]["sample_blake2b"], header["payload_blake2b"]
+    raw[:B.HEADER_SIZE] = B._header_bytes(header)
+    side.write_bytes(bytes(raw))
+    assert isinstance(load_phrase_table(gz), BinaryPhraseTable)
+    assert binarize_main(["--table", str(gz), "--check"]) == 2
+    assert "without a payload checksum" in capsys.readouterr().err
     st = gz.stat()
-    os.utime(gz, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # the table changed after binarizing
+    os.utime(gz, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    err = _refused_as_stale(capsys, gz, ini, src, tmp_path / "o")
+    assert "mtime_ns" in err
+
+
+def test_check_finds_a_corrupted_sidecar(tmp_path, capsys):
+    """64 KiB overwritten in the middle of a sidecar: the decoder's header checks cannot see it, --check does."""
+    gz = tmp_path / "pt.gz"
+    with gzip.open(gz, "wt", encoding="utf-8") as fh:
+        for i in range(12000):
+            fh.write(f"w{i} ||| v{i} x{i % 7} ||| 0.5 0.25 {(i % 8 + 1) / 8} 1 ||| ||| 1 1 1\n")
+    side = tmp_path / "pt.gz.bin"
+    assert binarize_main(["--table", str(gz), "--progress", "false"]) == 0
+    assert binarize_main(["--table", str(gz), "--check", "--progress", "false"]) == 0
+    size = side.stat().st_size
+    assert size > 4 * 65536
+    with open(side, "r+b") as fh:
+        fh.seek(size // 2)
+        fh.write(os.urandom(65536))
     capsys.readouterr()
-    assert decode_main(["--moses-ini", str(ini), "--input", str(src), "--output", str(tmp_path / "o")]) == 2
+    assert isinstance(load_phrase_table(gz), BinaryPhraseTable)  # opening it does not read it whole
+    assert binarize_main(["--table", str(gz), "--check"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"smt-decode: {gz}.bin: stale binarized phrase table") and "smt-binarize-table" in err
-    assert "Traceback" not in err and not (tmp_path / "o").exists()
+    assert err.startswith(f"smt-binarize-table: {side}: corrupt binarized phrase table") and "Traceback" not in err
+    assert binarize_main(["--table", str(gz), "--check", "--output", str(side)]) == 2
 
 
 def test_binarize_and_filter_refuse_bad_lines(tmp_path, capsys):

@@ -131,18 +131,12 @@ def _check_scalar(tp: Any, value: Any, where: str, choices: tuple | None) -> Any
                 raise bad() from None
         else:
             raise bad()
-    elif tp is int:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
+    elif tp is int or tp is float:  # int takes an int or its text; float also takes a float
+        accepted = (int, str) if tp is int else (int, float, str)
+        if isinstance(value, bool) or not isinstance(value, accepted):
             raise bad()
         try:
-            out = int(value)
-        except ValueError:
-            raise bad() from None
-    elif tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise bad()
-        try:
-            out = float(value)
+            out = tp(value)
         except ValueError:
             raise bad() from None
     elif tp is str:

@@ -26,6 +26,7 @@ SKIP_REASON = ("fairseq is not importable; `make setup` (scripts/setup.sh) insta
                "(by hand: docs/scale_out.md, 'Installing the optional extra')")
 
 ENCDEC_ARCHS = ["cho2014_gru", "cho2014_gru_cpu_base", "cho2014_gru_cpu_small", "cho2014_gru_tiny"]
+RNNSEARCH_ARCHS = ["rnnsearch_paper", "rnnsearch_cpu_base", "rnnsearch_cpu_small", "rnnsearch_tiny"]
 LM_ARCHS = ["lstm_lm_nmt", "rmn_rm", "rmn_rmr", "mogrifier_lm", "lstm_lm_nmt_1x128", "rmn_rm_paper",
             "rmn_rmr_paper", "mogrifier_lm_paper", "mogrifier_lm_1x128"]
 
@@ -75,13 +76,18 @@ def test_nmt_import_does_not_need_fairseq():
 
 def test_registry(fs):
     reg = fs.models.ARCH_MODEL_REGISTRY
-    for arch in ENCDEC_ARCHS + LM_ARCHS:
+    for arch in ENCDEC_ARCHS + LM_ARCHS + RNNSEARCH_ARCHS:
         assert arch in reg, arch
     assert fs.models.ARCH_MODEL_NAME_REGISTRY["cho2014_gru_cpu_small"] == "cho2014_gru"
+    for arch in RNNSEARCH_ARCHS:
+        assert fs.models.ARCH_MODEL_NAME_REGISTRY[arch] == "rnnsearch_bahdanau"
+    assert fs.models.MODEL_REGISTRY["rnnsearch_bahdanau"].__name__ == "RNNsearchModel"
+    assert sorted(fs.plugin.RNNSEARCH_ARCHS) == sorted(RNNSEARCH_ARCHS)
     assert fs.models.ARCH_MODEL_NAME_REGISTRY["mogrifier_lm_1x128"] == "mogrifier_lm"
     import importlib
     importlib.reload(fs.plugin.lm)  # registration is idempotent (fairseq imports the dir as `fairseq_plugin`)
     importlib.reload(fs.plugin.encdec)
+    importlib.reload(fs.plugin.rnnsearch)
 
 
 @pytest.mark.parametrize("arch", ENCDEC_ARCHS)
@@ -153,6 +159,129 @@ def test_encdec_incremental_matches_full(fs):
         enc2 = model.encoder.reorder_encoder_out(enc, order)
         model.decoder.reorder_incremental_state_scripting(state, order)
         nxt = torch.tensor([[5], [6]])
+        step = model.decoder(torch.cat([prev[order], nxt], 1), encoder_out=enc2, incremental_state=state)[0]
+        ref = model.decoder(torch.cat([prev[order], nxt], 1), encoder_out=enc2)[0].log_softmax(-1)[:, -1:]
+        torch.testing.assert_close(step.log_softmax(-1), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", RNNSEARCH_ARCHS)
+def test_rnnsearch_build_and_forward(fs, arch):
+    from nmt.models.rnnsearch import PRESETS
+
+    torch.manual_seed(0)
+    src_dict, tgt_dict = make_dict(fs, 11), make_dict(fs, 7)
+    model = build(fs, arch, src_dict, tgt_dict)
+    preset = fs.plugin.RNNSEARCH_ARCHS[arch]
+    assert type(model.core).__name__ == "RNNsearch"
+    assert model.core.cfg.hidden_dim == PRESETS[preset].get("hidden_dim", 1000)
+    assert model.core.cfg.align_dim == PRESETS[preset].get("align_dim", 1000)
+    assert model.core.src_vocab_size == len(src_dict) and model.core.tgt_vocab_size == len(tgt_dict)
+    src = torch.tensor([[5, 6, 7, 2], [1, 1, 8, 2]])  # fairseq: left-padded, ends with </s>
+    prev = torch.tensor([[2, 4, 5], [2, 6, 1]])
+    out, extra = model(src, torch.tensor([4, 2]), prev)
+    assert out.shape == (2, 3, len(tgt_dict)) and torch.isfinite(out).all()
+    assert {n.split(".")[0] for n, _ in model.named_parameters()} == {"core"}  # held once, by model.core
+    assert set(model.state_dict()) == {f"core.{k}" for k in model.core.state_dict()}
+
+
+def test_rnnsearch_flags_override_preset(fs):
+    d = make_dict(fs, 6)
+    model = build(fs, "rnnsearch_tiny", d, rnnsearch_hidden_dim=10, rnnsearch_maxout_units=3)
+    cfg = model.core.cfg
+    assert (cfg.hidden_dim, cfg.maxout_units, cfg.align_dim, cfg.emb_dim) == (10, 3, 24, 16)
+    assert model.core.att_U.weight.shape == (24, 20)
+    with pytest.raises(ValueError, match="unknown preset 'tiny'"):  # an RNNenc preset is not an RNNsearch one
+        build(fs, "rnnsearch_tiny", d, rnnsearch_preset="tiny")
+
+
+def _peaky_rnnsearch(fs, src_dict, tgt_dict):
+    """rnnsearch_tiny with every weight N(0, 0.5²) (att_v included): the init's near-uniform outputs and
+    attention would hide a wrong id or position mapping."""
+    torch.manual_seed(0)
+    model = build(fs, "rnnsearch_tiny", src_dict, tgt_dict).eval()
+    with torch.no_grad():
+        for p in model.core.parameters():
+            p.normal_(0.0, 0.5)
+    return model
+
+
+def _fairseq_batch(srcs, tgts, pad, eos):
+    """fairseq's layout: sources left-padded (+</s>), targets right-padded (+</s>), prev = </s> + target."""
+    S, T = max(map(len, srcs)) + 1, max(map(len, tgts)) + 1
+    src = torch.tensor([[pad] * (S - len(s) - 1) + s + [eos] for s in srcs])
+    tgt = torch.tensor([t + [eos] + [pad] * (T - len(t) - 1) for t in tgts])
+    prev = torch.tensor([[eos] + t + [pad] * (T - len(t) - 1) for t in tgts])
+    return src, tgt, prev
+
+
+def test_rnnsearch_scores_equal_ours(fs):
+    """fairseq's log-probs of the target (every vocabulary entry, ids mapped) = our RNNsearch's log-softmax on
+    the same weights, and their sums = RNNsearch.pair_log_probs."""
+    from nmt.data.special import BOS, EOS, PAD
+    from nmt.models.rnnsearch import build_model
+
+    src_dict, tgt_dict = make_dict(fs, 9), make_dict(fs, 8)
+    model = _peaky_rnnsearch(fs, src_dict, tgt_dict)
+    ours = build_model(model.core.cfg, len(src_dict), len(tgt_dict)).eval()
+    ours.load_state_dict({k.removeprefix("core."): v for k, v in model.state_dict().items()})
+    pad, eos = tgt_dict.pad(), tgt_dict.eos()
+    srcs, tgts = [[4, 5, 6, 7], [8, 9], [10, 4, 12]], [[4, 5, 6], [7], [11, 9, 8, 4]]
+    src, tgt, prev = _fairseq_batch(srcs, tgts, pad, eos)
+    S = src.shape[1]
+    with torch.no_grad():
+        out = model(src, torch.tensor([len(s) + 1 for s in srcs]), prev)
+        lprobs = model.get_normalized_probs(out, log_probs=True)
+        fs_scores = lprobs.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).masked_fill(tgt == pad, 0).sum(1)
+        # our side: right-padded, model ids, BOS start
+        m_src = model.src_ids.tokens(torch.tensor([s + [eos] + [pad] * (S - len(s) - 1) for s in srcs]))
+        m_tgt_in, m_tgt_out = model.tgt_ids.tokens(prev), model.tgt_ids.tokens(tgt)
+        m_tgt_in[:, 0] = BOS
+        assert int(m_tgt_out[1, 1]) == EOS and int(m_src[1, 3]) == PAD
+        ref = ours(m_src, m_tgt_in).log_softmax(-1)  # [B, T, V] in our id order
+        pair = ours.pair_log_probs(m_src, m_tgt_in, m_tgt_out)
+    real = tgt != pad
+    torch.testing.assert_close(lprobs[real], model.tgt_ids.logits_to_fairseq(ref)[real], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(fs_scores, pair, rtol=1e-5, atol=1e-5)
+    assert float(fs_scores.std()) > 0.5  # peaky weights: the three scores are far apart
+
+
+def test_rnnsearch_incremental_matches_full(fs):
+    """Incremental decoding (core.step per token) = the teacher-forced pass; its attention is core.step's α
+    in fairseq's (left-padded) source positions; reordering the encoder output and decoder state."""
+    src_dict, tgt_dict = make_dict(fs, 10), make_dict(fs, 9)
+    model = _peaky_rnnsearch(fs, src_dict, tgt_dict)
+    src = torch.tensor([[4, 5, 6, 2], [1, 7, 8, 2], [1, 1, 9, 2]])
+    prev = torch.tensor([[2, 4, 5, 6], [2, 7, 7, 8], [2, 9, 4, 4]])
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=torch.tensor([4, 3, 2]))
+        assert set(enc) >= {"s", "ann", "keys", "mask"} and enc["ann"][0].shape[:2] == (3, 4)
+        full = model.decoder(prev, encoder_out=enc)[0].log_softmax(-1)
+        torch.testing.assert_close(full, model(src, torch.tensor([4, 3, 2]), prev)[0].log_softmax(-1))
+        state: dict = {}
+        steps, attn = [], []
+        for t in range(prev.shape[1]):
+            out, extra = model.decoder(prev[:, :t + 1], encoder_out=enc, incremental_state=state)
+            steps.append(out.log_softmax(-1))
+            attn.append(extra["attn"][0])
+        torch.testing.assert_close(torch.cat(steps, 1), full, rtol=1e-5, atol=1e-5)
+        attn = torch.cat(attn, 1)  # [B, T, S], fairseq positions
+        assert attn.shape == (3, 4, 4)
+        torch.testing.assert_close(attn.sum(-1), torch.ones(3, 4))
+        assert float(attn[1, :, 0].abs().max()) == 0.0 and float(attn[2, :, :2].abs().max()) == 0.0  # pads
+        assert float(attn[1, :, 1:].min()) > 0 and float(attn[1].std()) > 0.05  # peaky, not uniform
+        # the left-padded row attends as the same sentence alone (no padding) does
+        alone = model.encoder(src[2:, 2:], src_lengths=torch.tensor([2]))
+        one: dict = {}
+        for t in range(prev.shape[1]):
+            out, extra = model.decoder(prev[2:, :t + 1], encoder_out=alone, incremental_state=one)
+            torch.testing.assert_close(extra["attn"][0][0, 0], attn[2, t, 2:], rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(out.log_softmax(-1)[0, 0], full[2, t], rtol=1e-5, atol=1e-5)
+        # beam-search bookkeeping: reorder encoder output and decoder state
+        order = torch.tensor([2, 0, 0])
+        enc2 = model.encoder.reorder_encoder_out(enc, order)
+        assert all(torch.equal(enc2[k][0], enc[k][0][order]) for k in enc)
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        nxt = torch.tensor([[5], [6], [7]])
         step = model.decoder(torch.cat([prev[order], nxt], 1), encoder_out=enc2, incremental_state=state)[0]
         ref = model.decoder(torch.cat([prev[order], nxt], 1), encoder_out=enc2)[0].log_softmax(-1)[:, -1:]
         torch.testing.assert_close(step.log_softmax(-1), ref, rtol=1e-5, atol=1e-5)
@@ -257,3 +386,51 @@ def test_fairseq_train_and_generate_encdec(fs, tmp_path):
     assert gen.returncode == 0, gen.stdout[-2000:] + gen.stderr[-2000:]
     hyps = [line for line in gen.stdout.splitlines() if line.startswith("H-")]
     assert len(hyps) == 24
+
+
+def test_fairseq_train_and_generate_rnnsearch(fs, tmp_path):
+    """fairseq-preprocess (bitext) + fairseq-train --task translation --arch rnnsearch_tiny + fairseq-generate
+    --print-alignment (beam search through the incremental decoder, attention as fairseq's alignment)."""
+    bindir = Path(sys.executable).parent
+    if not (bindir / "fairseq-generate").exists():
+        missing(f"fairseq-generate not found next to {sys.executable}")
+    rng = random.Random(1)
+    for split, n in (("train", 120), ("valid", 16)):
+        pairs = [[rng.randrange(12) for _ in range(rng.randint(2, 6))] for _ in range(n)]
+        (tmp_path / f"{split}.fr").write_text("\n".join(" ".join(f"s{i}" for i in p) for p in pairs) + "\n")
+        (tmp_path / f"{split}.en").write_text("\n".join(" ".join(f"t{i}" for i in p) for p in pairs) + "\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    data = str(tmp_path / "bin")
+    from fairseq import options
+    from fairseq_cli import preprocess  # in-process: one fairseq start-up (~4 s CPU) fewer than the CLI
+
+    preprocess.main(options.get_preprocessing_parser().parse_args(
+        ["--source-lang", "fr", "--target-lang", "en", "--trainpref", str(tmp_path / "train"),
+         "--validpref", str(tmp_path / "valid"), "--destdir", data, "--workers", "1"]))
+    for handler in list(preprocess.logger.handlers):  # main() adds a FileHandler (destdir/preprocess.log)
+        preprocess.logger.removeHandler(handler)
+        handler.close()
+    proc = subprocess.run(
+        [str(bindir / "fairseq-train"), data, "--user-dir", str(PLUGIN_DIR), "--task", "translation",
+         "--arch", "rnnsearch_tiny", "--rnnsearch-hidden-dim", "24", "--optimizer", "adam", "--lr", "0.01",
+         "--max-tokens", "400", "--max-epoch", "1", "--cpu", "--num-workers", "0",
+         "--save-dir", str(tmp_path / "ckpt"), "--log-format", "simple", "--no-progress-bar"],
+        env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["model"]["core.att_U.weight"].shape == (24, 48)  # our parameter names; the flag won
+    assert all(k.startswith("core.") for k in state["model"])
+    gen = subprocess.run(
+        [str(bindir / "fairseq-generate"), data, "--user-dir", str(PLUGIN_DIR),
+         "--path", str(tmp_path / "ckpt" / "checkpoint_last.pt"), "--beam", "3", "--cpu", "--batch-size", "8",
+         "--gen-subset", "valid", "--num-workers", "0", "--print-alignment"],
+        env=env, capture_output=True, text=True)
+    assert gen.returncode == 0, gen.stdout[-2000:] + gen.stderr[-2000:]
+    lines = gen.stdout.splitlines()
+    hyps = {ln.split("\t")[0][2:]: ln.split("\t")[2].split() for ln in lines if ln.startswith("H-")}
+    srcs = {ln.split("\t")[0][2:]: ln.split("\t")[1].split() for ln in lines if ln.startswith("S-")}
+    aligns = {ln.split("\t")[0][2:]: ln.split("\t")[1].split() for ln in lines if ln.startswith("A-")}
+    assert len(hyps) == len(aligns) == 16
+    for i, links in aligns.items():  # one link per target word, to a real source word
+        assert len(links) == len(hyps[i])
+        assert all(0 <= int(a.split("-")[0]) < len(srcs[i]) and int(a.split("-")[1]) < len(hyps[i]) for a in links)

@@ -10,7 +10,9 @@ run: setup
 	bash recipes/experiment/run.sh recipes/experiment/multi30k_demo.yaml
 
 # the suite (~10 min budget on 2 cores): in PYTEST_WORKERS processes (pytest-xdist; the recipe tests are
-# single-threaded, so two of them overlap on 2 cores); the 15 slowest tests are listed at the end
+# single-threaded, so two of them overlap on 2 cores; --dist loadfile keeps the stage tests of one quick
+# experiment, one file, in one process on one shared folder; tests/conftest.py starts the slow tests first);
+# the 15 slowest tests are listed at the end
 PYTEST_WORKERS ?= 2
 test: setup
-	.venv/bin/python -m pytest -q -n $(PYTEST_WORKERS) --durations=15
+	.venv/bin/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15

@@ -23,3 +23,10 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``slow`` end-to-end tests first, the order otherwise kept: under pytest-xdist the long ones then
+    start at once on different workers and the short ones fill in around them, instead of a long test
+    starting last and ending the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -74,6 +74,17 @@ cased_hyp() {
   "$bin/nmt-truecase" --detruecase --input "$1" --output "$hyp"
 }
 
+# first_lines FILE N OUT: prints FILE when N is empty or 0 (every line), else OUT, written (atomically, once)
+# with FILE's first N lines. A dry run (RECIPE_DRY_RUN=1) writes nothing and prints OUT.
+first_lines() {
+  if [ -z "$2" ] || [ "$2" = 0 ]; then echo "$1"; return 0; fi
+  if [ "${RECIPE_DRY_RUN:-0}" != 1 ] && [ ! -f "$3" ]; then
+    mkdir -p "$(dirname "$3")"
+    head -n "$2" "$1" > "$3.tmp" && mv "$3.tmp" "$3"
+  fi
+  echo "$3"
+}
+
 # fresh OUTPUT INPUT: true when OUTPUT exists and is newer than INPUT (scores of the current weights).
 fresh() { [ -f "$1" ] && [ "$1" -nt "$2" ]; }
 

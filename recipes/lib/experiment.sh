@@ -2,6 +2,7 @@
 # One experiment from one config file (EMS style): prepare → Baseline → +RNN/+RNN+WP → neural LM rows → report.
 #   recipes/lib/experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR]
 #                             [--files-root DIR] [--device cpu|cuda[:i]] [--data-only] [--rnnsearch DIR]
+#                             [--systems "Baseline +RNN ..."]
 # (recipes/experiment/run.sh and recipes/multi30k_enfr/table.sh run it.) CONFIG's `experiment` section names
 # the data (a registry `corpus`, or `files: {train: PREFIX, dev: PREFIX, tests: [PREFIX...]}` of plain
 # PREFIX.LANG files), `src`/`tgt`, the `dev` set and the `tests` (any number), the `systems` (Baseline, +RNN,
@@ -13,6 +14,8 @@
 # --files-root DIR: relative `files` prefixes are under DIR (default: the folder the recipe is run from).
 # --device: where the phrase model trains and rescores the table (rnn_rescore.sh; default cpu).
 # --data-only: stop after prepare (WORK/smt/data), e.g. on a CPU server before the GPU stages.
+# --systems "A B ...": make these rows only, instead of the config's `systems` (space-separated; a later call with
+# more rows reuses every finished step, so a table can be built row group by row group).
 # +RNNsearch: the Baseline's n-best lists reranked with ln p(hyp | source) of an RNNsearch model (Bahdanau et
 # al. 2015) trained on the experiment's own prepared data (the config's train_rnnsearch[_quick] section, into
 # WORK/rnnsearch/model), or the model of --rnnsearch DIR; +all+RNNsearch: the +all lists with that feature added.
@@ -20,7 +23,7 @@
 # wall_time.txt (the seconds of every stage). Every step is reused once its output exists. RECIPE_DRY_RUN=1:
 # print the stage commands and run nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR] [--files-root DIR] [--device D] [--data-only] [--rnnsearch DIR]" >&2; exit 2; }
+[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR] [--files-root DIR] [--device D] [--data-only] [--rnnsearch DIR] [--systems \"A B ...\"]" >&2; exit 2; }
 cfg=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 [ -f "$cfg" ] || { echo "experiment.sh: no config $cfg" >&2; exit 2; }
@@ -33,13 +36,15 @@ rnnsearch=""
 files_root=""
 device=cpu
 data_only=0
+systems_arg=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
-    --encdec | --files-root | --device | --rnnsearch)
+    --encdec | --files-root | --device | --rnnsearch | --systems)
       [ $# -ge 2 ] || { echo "option $1 needs a value" >&2; exit 2; }
       case "$1" in
         --encdec) encdec=$2 ;; --files-root) files_root=$2 ;; --device) device=$2 ;; --rnnsearch) rnnsearch=$2 ;;
+        --systems) systems_arg=$2 ;;
       esac
       shift ;;
     --data-only) data_only=1 ;;
@@ -63,7 +68,11 @@ fi
 runs=${runs:-$(config_value "$x" mert_runs)}
 src=$(config_value "$x" src)
 tgt=$(config_value "$x" tgt)
-systems=$(config_value "$x" systems)
+if [ -n "$systems_arg" ]; then
+  systems=$(tr -s ' ' '\n' <<< "$systems_arg" | sed '/^$/d')   # one system a line, as config_value lists them
+else
+  systems=$(config_value "$x" systems)
+fi
 title=$(config_value "$x" title)
 scale=$(config_value "$x" "scale$suffix")
 qflag=$(quick_flag $quick)
@@ -174,7 +183,15 @@ if [ -n "$lm_rows" ]; then
   lm_flags=(${lm_corpus:+--lm-corpus "$lm_corpus"})
   if [ "$lm_corpus" = target ]; then
     first_test=${tests%% *}
-    lm_flags=(--lm-corpus files --lm-text "$work/smt/data/$train.tok.$tgt $work/smt/data/$dev.tok.$tgt $work/smt/data/$first_test.tok.$tgt")
+    lm_valid=$work/smt/data/$dev.tok.$tgt
+    lm_test=$work/smt/data/$first_test.tok.$tgt
+    if [ $quick = 1 ]; then
+      # --quick: perplexity on the dev / test lines the SMT stages use (smt_quick's dev_lines / test_lines), not
+      # on the whole sets: at CI scale the full sets' evaluations were most of the LM stage's time
+      lm_valid=$(first_lines "$lm_valid" "$(config_value "$cfg:smt$suffix" dev_lines)" "$work/lm_text/valid.txt")
+      lm_test=$(first_lines "$lm_test" "$(config_value "$cfg:smt$suffix" test_lines)" "$work/lm_text/test.txt")
+    fi
+    lm_flags=(--lm-corpus files --lm-text "$work/smt/data/$train.tok.$tgt $lm_valid $lm_test")
   fi
   lm_epochs=$(config_value "$x" "lm_epochs$qkey" 2> /dev/null || true)
   [ -n "$lm_epochs" ] && lm_flags+=(--lm-epochs "$lm_epochs")

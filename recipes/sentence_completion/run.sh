@@ -5,7 +5,7 @@
 # answering the 1,040 questions by the most probable sentence.
 #   recipes/sentence_completion/run.sh [--quick] [--novels N] [--epochs N] [--models "lstm-1x128 rm+tM-g-3x128"]
 #                                      [--threads N] [--work DIR]
-# --quick: 2 novels, 1 epoch on 3,000 sentences (a smoke test; the accuracy is then near chance, 20 %).
+# --quick: 2 novels, 1 epoch on 1,000 sentences (a smoke test; the accuracy is then near chance, 20 %).
 # Data: $MT_DATA/msr-sentence-completion (default ../shared/data beside the repository).
 source "$(dirname "$0")/../lib/common.sh"
 quick=0

@@ -1,12 +1,11 @@
 """Every recipe's --quick run, end to end as a user calls it (CPU, CI scale). The recipes that read
-the real corpora skip when ``$MT_DATA`` (default ``../shared/data``) does not hold them."""
+the real corpora skip when ``$MT_DATA`` (default ``../shared/data``) does not hold them. The two experiment
+tables are built stage by stage in test_multi30k_table_quick.py and test_wmt_small_quick.py."""
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import math
-import os
 import re
 import shlex
 import subprocess
@@ -14,65 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from tests import ROOT
-
-MT_DATA = Path(os.environ.get("MT_DATA", ROOT.parent / "shared" / "data"))
-ENV = {**os.environ, "MT_DATA": str(MT_DATA), "PYTHON": sys.executable, "BIN": str(Path(sys.executable).parent),
-       "OMP_NUM_THREADS": "1"}
-
-
-def run(*args: str, timeout: int = 600) -> str:
-    proc = subprocess.run(["bash", *args], capture_output=True, text=True, env=ENV, timeout=timeout, cwd=ROOT)
-    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
-    return proc.stdout
-
-
-def need(*paths: str) -> None:
-    missing = [p for p in paths if not (MT_DATA / p).exists()]
-    if missing:
-        pytest.skip(f"corpus files not found under {MT_DATA}: {missing}")
-
-
-def copy_through(work: Path, split: str) -> tuple[float, float, int]:
-    """sacreBLEU (BLEU, chrF) of the *untranslated* source against the reference the recipe scored
-    with (``WORK/text/SPLIT.ref.fr``, the raw French, its first N lines), computed here: the floor a
-    translation pipeline must clear. The source is the raw English of ``WORK/data/SPLIT.en``
-    (``nmt-prepare``'s copy), line-aligned with the raw French of ``WORK/data/SPLIT.fr``."""
-    import sacrebleu
-
-    ref = (work / "text" / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
-    src = (work / "data" / f"{split}.en").read_text(encoding="utf-8").splitlines()[:len(ref)]
-    assert (work / "data" / f"{split}.fr").read_text(encoding="utf-8").splitlines()[:len(ref)] == ref
-    assert len(src) == len(ref) > 0
-    return (sacrebleu.corpus_bleu(src, [ref]).score, sacrebleu.corpus_chrf(src, [ref]).score, len(ref))
-
-
-def check_baseline(smt: Path, split: str, min_bleu_gain: float) -> float:
-    """The tuned phrase-based baseline (MERT run 1) on SPLIT: its recorded BLEU is what sacreBLEU gives
-    its detokenized output here, and it beats a copy-through of the source by ``min_bleu_gain`` BLEU
-    (and by chrF). Returns the baseline's BLEU."""
-    import sacrebleu
-
-    copy_bleu, copy_chrf, n = copy_through(smt, split)
-    res = json.loads((smt / "tune.1" / f"{split}.scores.json").read_text())
-    hyp = (smt / "tune.1" / f"{split}.fr").read_text(encoding="utf-8").splitlines()
-    ref = (smt / "text" / f"{split}.ref.fr").read_text(encoding="utf-8").splitlines()
-    assert res["num_sentences"] == len(hyp) == n
-    assert res["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyp, [ref]).score, abs=1e-6)
-    assert res["bleu"] > copy_bleu + min_bleu_gain, (split, res["bleu"], copy_bleu)
-    assert res["chrf"] > copy_chrf, (split, res["chrf"], copy_chrf)
-    return res["bleu"]
-
-
-def need_tools() -> None:
-    from smt_features.train.kenlm_build import KenLMNotFoundError, find_kenlm_binary
-
-    try:
-        find_kenlm_binary("lmplz")
-    except KenLMNotFoundError as err:
-        pytest.skip(str(err))
-
+from tests.recipes.helpers import ENV, MT_DATA, need, need_tools, run
 
 def test_reverse_copy_quick(tmp_path: Path) -> None:
     out = run("recipes/reverse_copy/run.sh", "--quick", "--threads", "1", "--work", str(tmp_path))
@@ -141,72 +83,10 @@ def test_sentence_completion_quick(tmp_path: Path) -> None:
     import yaml
 
     summary = json.loads((tmp_path / "rm+tM-g-3x128" / "summary.json").read_text())
-    assert summary["arch"] == "rm" and summary["preset"] == "rm-paper-msr" and 0 < summary["train_lines"] <= 3000
+    assert summary["arch"] == "rm" and summary["preset"] == "rm-paper-msr" and 0 < summary["train_lines"] <= 1000
     model = yaml.safe_load((tmp_path / "rm+tM-g-3x128" / "config.yaml").read_text())["model"]
     assert (model["num_layers"], model["temporal"], model["composition"]) == (3, True, "gating")
     assert model["dropout_hidden"] == model["dropout_out"] == 0.3
-
-
-@pytest.mark.slow
-def test_multi30k_table_quick(tmp_path: Path) -> None:
-    """run.sh --table --quick: smt_baseline.sh → rnn_rescore.sh → ptb_lm (Multi30k French LMs) → lm_rerank.sh →
-    report, one MERT run; every row of the table, the rescored table's 6 scores, the report with its figures."""
-    need("multi30k/train.en.gz", "multi30k/val.en.gz", "multi30k/test_2016_flickr.fr.gz")
-    need_tools()
-    out = run("recipes/multi30k_enfr/run.sh", "--table", "--quick", "--mert-runs", "1", "--threads", "1",
-              "--work", str(tmp_path), timeout=1500)
-    smt, rnn, rerank = tmp_path / "smt", tmp_path / "rnn", tmp_path / "rerank"
-    assert (smt / "tune.1" / "moses.tuned.ini").is_file() and "MERT run 1" in out
-    with gzip.open(rnn / "phrase-table.rnn.gz", "rt", encoding="utf-8") as fh:
-        first = fh.readline().split(" ||| ")
-    assert len(first[2].split()) == 6                              # 4 Moses scores + p_rnn(e|f) + WP
-    tuned = (rnn / "rnn.tune.1" / "moses.tuned.ini").read_text()
-    assert "num-features=6" in tuned and re.search(r"^TranslationModel0=( \S+){5} 0$", tuned, re.M)
-    # the LM lists carry the new features; +all also the encoder–decoder's
-    with gzip.open(rerank / "rnnwp.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
-        line = fh.readline()
-    assert all(f" {name}= " in line for name in ("LSTM0", "RMN0", "MOG0", "RNN0"))
-    valid = json.loads((tmp_path / "lm" / "lstm-1x128" / "valid.json").read_text())
-    assert valid["num_tokens"] == 15_395 and valid["num_oov"] == 0   # Multi30k val: 14,381 words + 1,014 </s>
-    table = (rerank / "scores.md").read_text()
-    for system in ("Baseline", "+RNN", "+RNN+WP", "+LSTM-LM", "+RMN-LM", "+Mogrifier-LM", "+all", "+RNNsearch",
-                   "+all+RNNsearch"):
-        row = re.search(rf"^\| {re.escape(system)} \| ([0-9.]+) ± ", table, re.M)
-        assert row and 0.0 <= float(row.group(1)) <= 100.0, system
-    # +RNNsearch: Baseline's lists with the RNNsearch model's ln p(hyp | source), trained on the prepared pairs
-    with gzip.open(rerank / "baseline.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
-        line = fh.readline()
-    assert " RNNS0= " in line and " LSTM0= " not in line
-    # +all+RNNsearch: the +all lists (not decoded again) with RNNsearch's feature added
-    with gzip.open(rerank / "rnnwp.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
-        line = fh.readline()
-    assert all(f" {name}= " in line for name in ("LSTM0", "RMN0", "MOG0", "RNN0", "RNNS0"))
-    assert yaml.safe_load((tmp_path / "rnnsearch" / "model" / "config.yaml").read_text())["arch"] == "rnnsearch"
-    # the quick baseline translates: well above the untranslated source on both test sets
-    for split in ("test_2016_flickr", "test_2017_flickr"):
-        check_baseline(smt, split, min_bleu_gain=10.0)
-    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in table
-    records = json.loads((rerank / "results" / "all.json").read_text())
-    assert {r["set"] for r in records} == {"val", "test_2016_flickr", "test_2017_flickr"}
-    report = (tmp_path / "report" / "report.md").read_text()
-    assert "| +Mogrifier-LM |" in report and "phrase_map.png" in report and "attention_sent0.png" in report
-    assert (tmp_path / "report" / "report.html").is_file() and "total:" in (tmp_path / "wall_time.txt").read_text()
-
-
-@pytest.mark.slow
-def test_wmt_small_quick(tmp_path: Path) -> None:
-    need("europarl-v7-excerpt/europarl-v7.20k.en.gz", "newstest/newstest2012.en", "newstest/newstest2013.fr")
-    need_tools()
-    run("recipes/wmt_small/run.sh", "--quick", "--mert-runs", "1", "--threads", "1", "--work", str(tmp_path),
-        timeout=900)
-    table = (tmp_path / "rnn" / "scores.md").read_text()
-    assert "| BLEU | newstest2012 | newstest2013 | runs |" in table
-    for system in ("Baseline", "+RNN", "+RNN+WP"):
-        assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
-    check_baseline(tmp_path / "smt", "newstest2013", min_bleu_gain=5.0)
-    # references are the unescaped, detokenized newstest text (no Moses escapes left)
-    ref = (tmp_path / "smt" / "text" / "newstest2013.ref.fr").read_text(encoding="utf-8")
-    assert "&apos;" not in ref and "&quot;" not in ref and " ' " not in ref[:20000]
 
 
 @pytest.mark.slow

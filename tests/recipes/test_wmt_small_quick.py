@@ -1,0 +1,39 @@
+"""recipes/wmt_small/run.sh --quick (the paper's news setting at CI scale), stage by stage on one shared work
+folder (a module fixture; ``make test`` runs ``--dist loadfile``)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.recipes.helpers import QuickExperiment, check_baseline, need, need_tools
+
+@pytest.fixture(scope="module")
+def wmt_small(tmp_path_factory: pytest.TempPathFactory) -> QuickExperiment:
+    need("europarl-v7-excerpt/europarl-v7.20k.en.gz", "newstest/newstest2012.en", "newstest/newstest2013.fr")
+    need_tools()
+    return QuickExperiment(tmp_path_factory.mktemp("wmt_small_quick"), "recipes/wmt_small/run.sh")
+
+
+@pytest.mark.slow
+def test_wmt_small_quick_baseline(wmt_small: QuickExperiment) -> None:
+    """The news setting's data and Baseline: newstest references unescaped and detokenized, and the quick
+    system well above the untranslated source on newstest2013."""
+    wmt_small.run("Baseline")
+    check_baseline(wmt_small.work / "smt", "newstest2013", min_bleu_gain=5.0)
+    # references are the unescaped, detokenized newstest text (no Moses escapes left)
+    ref = (wmt_small.work / "smt" / "text" / "newstest2013.ref.fr").read_text(encoding="utf-8")
+    assert "&apos;" not in ref and "&quot;" not in ref and " ' " not in ref[:20000]
+
+
+@pytest.mark.slow
+def test_wmt_small_quick_rnn_rows(wmt_small: QuickExperiment) -> None:
+    """+RNN and +RNN+WP on news. The neural LM and RNNsearch rows run the same experiment.sh / lm_rerank.sh
+    code that the Multi30k quick table tests row by row; the suite's budget leaves them out here."""
+    wmt_small.run("Baseline +RNN +RNN+WP")
+    table = (wmt_small.work / "rnn" / "scores.md").read_text()
+    assert "| BLEU | newstest2012 | newstest2013 | runs |" in table
+    for system in ("Baseline", "+RNN", "+RNN+WP"):
+        assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
+    assert set(re.findall(r"^\| ([^|]+?) \| [0-9.]+ ± ", (wmt_small.work / "scores.md").read_text(), re.M)) == \
+        {"Baseline", "+RNN", "+RNN+WP"}

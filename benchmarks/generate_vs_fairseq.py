@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = ROOT / "nmt" / "fairseq_plugin"
 BIN = Path(sys.executable).parent
 SRC, TGT = "src", "tgt"  # fairseq's language suffixes of the exported data (any two distinct names)
+INT8 = "nmt-translate int8"  # --int8: nmt-translate --quantize-output int8
 
 # nmt-translate's own cli_main (what the nmt-translate script runs), with the beam_search calls timed
 OURS_WRAPPER = """
@@ -177,11 +178,11 @@ def _run(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProce
 
 
 def run_ours(model: str | Path, src_file: Path, out: Path, threads: int, *, checkpoint: str = "auto",
-             beam: int = 5, batch_size: int = 32) -> Run:
+             beam: int = 5, batch_size: int = 32, int8: bool = False) -> Run:
     cmd = [sys.executable, "-c", OURS_WRAPPER, "--model", str(model), "--checkpoint", checkpoint,
            "--input", str(src_file), "--output", str(out), "--tokenized", "true", "--detokenize", "false",
            "--beam-size", str(beam), "--batch-size", str(batch_size), "--len-penalty", "1",
-           "--threads", str(threads)]
+           "--threads", str(threads), "--quantize-output", "int8" if int8 else "none"]
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # this checkout's nmt
     env = {**_fairseq_env(threads), "PYTHONPATH": path}
     proc, wall = _run(cmd, env)
@@ -192,7 +193,7 @@ def run_ours(model: str | Path, src_file: Path, out: Path, threads: int, *, chec
     n = len(src_file.read_text(encoding="utf-8").split("\n")[:-1])
     if len(hyps) != n:
         raise SystemExit(f"nmt-translate wrote {len(hyps)} lines for {n} sentences")
-    return Run("nmt-translate", threads, wall, float(own.group(1)), hyps)
+    return Run(INT8 if int8 else "nmt-translate", threads, wall, float(own.group(1)), hyps)
 
 
 def fairseq_command(exp: Export, *, beam: int = 5, batch_size: int = 32) -> list[str]:
@@ -264,6 +265,9 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--work", default=str(ROOT / "work" / "generate_vs_fairseq"))
     p.add_argument("--show", type=int, default=5, help="print this many differing 1-bests")
+    p.add_argument("--int8", action="store_true",
+                   help="also run nmt-translate --quantize-output int8 in every round (a third row: its speed, "
+                        "its 1-bests against fairseq's, its BLEU)")
     a = p.parse_args()
 
     from nmt.core.io import read_lines
@@ -283,11 +287,12 @@ def main() -> None:
     runs: list[Run] = []
     for rep in range(a.repeats):
         for threads in a.threads:
-            order = ("ours", "fairseq") if rep % 2 == 0 else ("fairseq", "ours")
+            order = ("ours", "fairseq") + (("int8",) if a.int8 else ())
+            order = order if rep % 2 == 0 else order[::-1]
             for tool in order:
-                if tool == "ours":
-                    r = run_ours(a.model, work / f"test.{SRC}", work / f"ours.t{threads}.txt", threads,
-                                 checkpoint=a.checkpoint, beam=a.beam, batch_size=a.batch_size)
+                if tool in ("ours", "int8"):
+                    r = run_ours(a.model, work / f"test.{SRC}", work / f"{tool}.t{threads}.txt", threads,
+                                 checkpoint=a.checkpoint, beam=a.beam, batch_size=a.batch_size, int8=tool == "int8")
                 else:
                     r = run_fairseq(exp, n, threads, beam=a.beam, batch_size=a.batch_size)
                 runs.append(r)
@@ -296,11 +301,15 @@ def main() -> None:
 
     ours = next(r.hyps for r in runs if r.tool == "nmt-translate")
     theirs = next(r.hyps for r in runs if r.tool == "fairseq-generate")
+    int8 = next((r.hyps for r in runs if r.tool == INT8), None)
     for r in runs:  # every run of a tool gives the same output (threads do not change it)
-        if r.hyps != (ours if r.tool == "nmt-translate" else theirs):
+        if r.hyps != {"nmt-translate": ours, INT8: int8}.get(r.tool, theirs):
             print(f"  note: {r.tool} with {r.threads} threads gave other 1-bests than its first run")
     same = sum(x == y for x, y in zip(ours, theirs))
     print(f"\n== identical 1-best (tokenized): {same} of {n}")
+    if int8 is not None:
+        print(f"   {INT8} against fairseq-generate: {sum(x == y for x, y in zip(int8, theirs))} of {n}; "
+              f"against nmt-translate (fp32): {sum(x == y for x, y in zip(int8, ours))} of {n}")
     limits = length_limits(src_lines, a.batch_size)
     diffs = [i for i in range(n) if ours[i] != theirs[i]]
     reasons: dict[str, int] = {}
@@ -322,11 +331,15 @@ def main() -> None:
         o_w, o_o, f_w, f_o = rate("nmt-translate", "wall"), rate("nmt-translate", "own"), \
             rate("fairseq-generate", "wall"), rate("fairseq-generate", "own")
         print(f"| {threads} | {o_w:.1f} / {o_o:.1f} | {f_w:.1f} / {f_o:.1f} | {o_w / f_w:.2f} / {o_o / f_o:.2f} |")
+        if int8 is not None:
+            q_w, q_o = rate(INT8, "wall"), rate(INT8, "own")
+            print(f"| {threads}, {INT8} | {q_w:.1f} / {q_o:.1f} | {f_w:.1f} / {f_o:.1f} "
+                  f"| {q_w / f_w:.2f} / {q_o / f_o:.2f} |")
     if a.repeats > 1:
         print(f"(medians over {a.repeats} rounds)")
 
     print("\n== sacreBLEU (detokenized with sacremoses as nmt-translate does, vs the raw reference)")
-    for tool, hyps in (("nmt-translate", ours), ("fairseq-generate", theirs)):
+    for tool, hyps in (("nmt-translate", ours), ("fairseq-generate", theirs)) + (((INT8, int8),) if int8 else ()):
         res = evaluate(detokenize(hyps, exp.tgt_lang), refs)
         print(f"  {tool:16s} BLEU {res.bleu:6.2f}  chrF2 {res.chrf:6.2f}")
     print(f"  signature: {res.bleu_signature}")

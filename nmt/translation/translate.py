@@ -14,6 +14,7 @@ from nmt.data.special import BOS, EOS, EOS_TOKEN
 from nmt.data.tokenize import MosesTokenizer
 from nmt.core.errors import UsageError
 from nmt.translation.model_io import load_translation_model
+from nmt.translation.quantize import quantize_output_layer
 from nmt.translation.search import StepModel, beam_search
 
 
@@ -39,6 +40,9 @@ class TranslateConfig:
     max_input_len: int = C.field(1000, help="refuse an input line of more tokens than this, naming it (decoding "
                                             "runs up to 2 x length + 10 steps; 0 = no limit)")
     threads: int = C.field(2, help="torch threads")
+    quantize_output: str = C.field("none", choices=["none", "int8"],
+                                   help="int8: the output layer dynamically quantised to int8 (faster on a CPU; "
+                                        "the 1-bests can change, docs/gru_encdec.md); none: fp32 as trained")
 
 
 def tokenize_lines(cfg: TranslateConfig, lines: list[str], path: str = "input") -> list[list[str]]:
@@ -70,6 +74,8 @@ def translate_lines(cfg: TranslateConfig, lines: list[str], progress: bool = Tru
         tokens = tokenize_lines(cfg, lines)
     torch.set_num_threads(cfg.threads)
     loaded = load_translation_model(cfg.model, which=cfg.checkpoint)
+    if cfg.quantize_output == "int8":
+        quantize_output_layer(loaded.model)
     if cfg.attention:
         _check_attends(loaded.model, cfg)
     tgt_tok = MosesTokenizer(cfg.tgt_lang)

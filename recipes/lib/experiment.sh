@@ -2,7 +2,7 @@
 # One experiment from one config file (EMS style): prepare → Baseline → +RNN/+RNN+WP → neural LM rows → report.
 #   recipes/lib/experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR]
 #                             [--files-root DIR] [--device cpu|cuda[:i]] [--data-only] [--rnnsearch DIR]
-#                             [--systems "Baseline +RNN ..."]
+#                             [--systems "Baseline +RNN ..."] [--no-report]
 # (recipes/experiment/run.sh and recipes/multi30k_enfr/table.sh run it.) CONFIG's `experiment` section names
 # the data (a registry `corpus`, or `files: {train: PREFIX, dev: PREFIX, tests: [PREFIX...]}` of plain
 # PREFIX.LANG files), `src`/`tgt`, the `dev` set and the `tests` (any number), the `systems` (Baseline, +RNN,
@@ -16,6 +16,8 @@
 # --data-only: stop after prepare (WORK/smt/data), e.g. on a CPU server before the GPU stages.
 # --systems "A B ...": make these rows only, instead of the config's `systems` (space-separated; a later call with
 # more rows reuses every finished step, so a table can be built row group by row group).
+# --no-report: stop after the table (WORK/scores.md, WORK/results/); no smt-report (e.g. all but the last call of
+# a table built row group by row group).
 # +RNNsearch: the Baseline's n-best lists reranked with ln p(hyp | source) of an RNNsearch model (Bahdanau et
 # al. 2015) trained on the experiment's own prepared data (the config's train_rnnsearch[_quick] section, into
 # WORK/rnnsearch/model), or the model of --rnnsearch DIR; +all+RNNsearch: the +all lists with that feature added.
@@ -23,7 +25,7 @@
 # wall_time.txt (the seconds of every stage). Every step is reused once its output exists. RECIPE_DRY_RUN=1:
 # print the stage commands and run nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR] [--files-root DIR] [--device D] [--data-only] [--rnnsearch DIR] [--systems \"A B ...\"]" >&2; exit 2; }
+[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: experiment.sh CONFIG.yaml [--quick] [--work DIR] [--mert-runs N] [--threads N] [--encdec DIR] [--files-root DIR] [--device D] [--data-only] [--rnnsearch DIR] [--systems \"A B ...\"] [--no-report]" >&2; exit 2; }
 cfg=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 [ -f "$cfg" ] || { echo "experiment.sh: no config $cfg" >&2; exit 2; }
@@ -37,6 +39,7 @@ files_root=""
 device=cpu
 data_only=0
 systems_arg=""
+make_report=1
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
       esac
       shift ;;
     --data-only) data_only=1 ;;
+    --no-report) make_report=0 ;;
     *) unknown_option "$1" ;;
   esac
   shift
@@ -219,6 +223,11 @@ mkdir -p "$work/results"
 "$py" "$lib/summarize.py" --runs "$runs" --sets "$dev $tests" --out-json "$work/results" "${sys_flags[@]}" \
   > "$work/scores.md"
 
+if [ $make_report = 0 ]; then
+  echo "== table: $work/scores.md (--no-report: no report made)"
+  cat "$work/scores.md"
+  exit 0
+fi
 echo "== report ($work/report)"
 in=$work/report_in
 rm -rf "$in"

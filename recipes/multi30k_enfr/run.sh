@@ -2,11 +2,11 @@
 # Multi30k En→Fr with the RNN Encoder–Decoder: prepare → train → translate the
 # config's test sets (prepare.test_splits) → BLEU and chrF (sacreBLEU, detokenised output vs raw references).
 #   recipes/multi30k_enfr/run.sh [--quick] [--train-section NAME] [--work DIR] [-- extra nmt-train flags]
-#   recipes/multi30k_enfr/run.sh --table [--quick] [--mert-runs N] [--threads N] [--work DIR] [--systems "A B ..."]
+#   recipes/multi30k_enfr/run.sh --table [--quick] [--mert-runs N] [--threads N] [--work DIR] [--systems "A B ..."] [--no-report]
 # --table: the experiment table of the phrase-based system instead (Baseline, +RNN, +RNN+WP, +LSTM-LM,
 #   +RMN-LM, +Mogrifier-LM, +all; val and both test sets; mean ± sd over MERT runs): smt_baseline.sh →
 #   rnn_rescore.sh → lm_rerank.sh (table.sh), then the report (report.md, report.html, PNGs) in WORK/report
-#   (default WORK: work/multi30k_table[_quick]). --systems "Baseline +RNN ...": those rows only (experiment.sh).
+#   (default WORK: work/multi30k_table[_quick]). --systems "Baseline +RNN ...": those rows only, --no-report: no report (experiment.sh).
 # An RNNsearch model (--train-section train_rnnsearch) also gets its attention drawn for 3 test sentences
 # (WORK/attention/*.png, nmt-plot-attention).
 # Data: $MT_DATA (default ../shared/data beside the repository).
@@ -17,6 +17,7 @@ train_section=""
 train_extra=()
 table=0
 systems=""
+no_report=()
 runs=3
 threads=2
 while [ $# -gt 0 ]; do
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --table) table=1 ;;
     --systems) systems=$2; shift ;;
+    --no-report) no_report=(--no-report) ;;
     --train-section) train_section=$2; shift ;;
     --) shift; train_extra=("$@"); break ;;
     *) unknown_option "$1" ;;
@@ -33,7 +35,7 @@ done
 quick_suffix
 if [ $table = 1 ]; then
   exec bash "$here/table.sh" $(quick_flag $quick) --mert-runs "$runs" --threads "$threads" \
-    ${work:+--work "$work"} ${systems:+--systems "$systems"}
+    ${work:+--work "$work"} ${systems:+--systems "$systems"} ${no_report[@]+"${no_report[@]}"}
 fi
 work=${work:-$root/work/multi30k_enfr$suffix}
 cfg=$here/config.yaml

@@ -82,9 +82,10 @@ class QuickExperiment:
     def __init__(self, work: Path, *recipe: str):
         self.work, self.recipe = work, recipe
 
-    def run(self, systems: str, timeout: int = 900) -> str:
+    def run(self, systems: str, *, report: bool = False, timeout: int = 900) -> str:
+        """The recipe with ``--systems SYSTEMS`` (and ``--no-report`` unless ``report``: the last stage makes it)."""
         return run(*self.recipe, "--quick", "--mert-runs", "1", "--threads", "1", "--work", str(self.work),
-                   "--systems", systems, timeout=timeout)
+                   "--systems", systems, *(() if report else ("--no-report",)), timeout=timeout)
 
 
 def table_row(table: str, system: str) -> float:

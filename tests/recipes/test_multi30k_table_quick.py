@@ -101,7 +101,7 @@ def test_multi30k_table_quick_all_row(m30k_table: QuickExperiment) -> None:
 @pytest.mark.slow
 def test_multi30k_table_quick_rnnsearch_rows_and_report(m30k_table: QuickExperiment) -> None:
     """+RNNsearch and +all+RNNsearch, then the whole table's results and the report with its figures."""
-    m30k_table.run(" ".join(M30K_ROWS))
+    m30k_table.run(" ".join(M30K_ROWS), report=True)
     work = m30k_table.work
     rerank = work / "rerank"
     # +RNNsearch: Baseline's lists with the RNNsearch model's ln p(hyp | source), trained on the prepared pairs

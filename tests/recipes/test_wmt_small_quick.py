@@ -30,10 +30,11 @@ def test_wmt_small_quick_baseline(wmt_small: QuickExperiment) -> None:
 def test_wmt_small_quick_rnn_rows(wmt_small: QuickExperiment) -> None:
     """+RNN and +RNN+WP on news. The neural LM and RNNsearch rows run the same experiment.sh / lm_rerank.sh
     code that the Multi30k quick table tests row by row; the suite's budget leaves them out here."""
-    wmt_small.run("Baseline +RNN +RNN+WP")
+    wmt_small.run("Baseline +RNN +RNN+WP", report=True)
     table = (wmt_small.work / "rnn" / "scores.md").read_text()
     assert "| BLEU | newstest2012 | newstest2013 | runs |" in table
     for system in ("Baseline", "+RNN", "+RNN+WP"):
         assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
     assert set(re.findall(r"^\| ([^|]+?) \| [0-9.]+ ± ", (wmt_small.work / "scores.md").read_text(), re.M)) == \
         {"Baseline", "+RNN", "+RNN+WP"}
+    assert (wmt_small.work / "report" / "report.md").is_file()

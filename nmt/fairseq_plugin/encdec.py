@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import torch
 from fairseq import utils
-from fairseq.models import (FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder,
-                            register_model, register_model_architecture)
-from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder, register_model
 
 from nmt.data.special import BOS, EOS
 from nmt.models.gru_encdec import GRUEncDecConfig, build_model, config_with_preset
 
-from ._args import add_prefixed_dataclass_args, prefixed_overrides, set_default
+from ._core_model import CoreEncoderDecoderModel, register_preset_archs
 from .vocab import IdMap
 
 MODEL_NAME = "cho2014_gru"
@@ -107,49 +105,13 @@ class GRUDecoderAdapter(FairseqIncrementalDecoder):
 
 
 @register_model(MODEL_NAME)
-class Cho2014GRUModel(FairseqEncoderDecoderModel):
+class Cho2014GRUModel(CoreEncoderDecoderModel):
     """fairseq model around :class:`nmt.models.gru_encdec.GRUEncoderDecoder` (``self.core``)."""
 
-    def __init__(self, encoder, decoder, core, src_ids: IdMap, tgt_ids: IdMap):
-        super().__init__(encoder, decoder)
-        self.core = core
-        self.src_ids = src_ids
-        self.tgt_ids = tgt_ids
-
-    @staticmethod
-    def add_args(parser):
-        parser.add_argument("--encdec-preset", type=str, default=None,
-                            help="preset of nmt.models.gru_encdec.PRESETS (set by --arch; flags below win)")
-        add_prefixed_dataclass_args(parser, GRUEncDecConfig, PREFIX)
-
-    @classmethod
-    def build_model(cls, args, task):
-        base_architecture(args)
-        cfg = config_with_preset(args.encdec_preset, **prefixed_overrides(args, GRUEncDecConfig, PREFIX))
-        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-        core = build_model(cfg, len(src_dict), len(tgt_dict))
-        src_ids, tgt_ids = IdMap(src_dict), IdMap(tgt_dict)
-        encoder = GRUEncoderAdapter(src_dict, core, src_ids)
-        decoder = GRUDecoderAdapter(tgt_dict, core, tgt_ids)
-        return cls(encoder, decoder, core, src_ids, tgt_ids)
-
-    def max_positions(self):
-        return (int(1e6), int(1e6))
+    config_cls, prefix, default_preset = GRUEncDecConfig, PREFIX, "cho2014"
+    config_with_preset = staticmethod(config_with_preset)
+    build_core = staticmethod(build_model)
+    encoder_cls, decoder_cls = GRUEncoderAdapter, GRUDecoderAdapter
 
 
-def _register_arch(arch: str, preset: str) -> None:
-    if arch in ARCH_MODEL_REGISTRY:  # imported twice (fairseq_plugin and nmt.fairseq_plugin)
-        return
-
-    def arch_fn(args):
-        set_default(args, "encdec_preset", preset)
-
-    register_model_architecture(MODEL_NAME, arch)(arch_fn)
-
-
-def base_architecture(args):
-    set_default(args, "encdec_preset", "cho2014")
-
-
-for _arch, _preset in ARCHS.items():
-    _register_arch(_arch, _preset)
+register_preset_archs(MODEL_NAME, PREFIX, ARCHS)

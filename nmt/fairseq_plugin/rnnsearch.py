@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import torch
 from fairseq import utils
-from fairseq.models import (ARCH_MODEL_REGISTRY, FairseqEncoder, FairseqEncoderDecoderModel,
-                            FairseqIncrementalDecoder, register_model, register_model_architecture)
+from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder, register_model
 
 from nmt.models.rnnsearch import RNNsearchConfig, build_model, config_with_preset
 
-from ._args import add_prefixed_dataclass_args, prefixed_overrides, set_default
+from ._core_model import CoreEncoderDecoderModel, register_preset_archs
 from .encdec import _first_is_bos
 from .vocab import IdMap
 
@@ -126,54 +125,18 @@ class RNNsearchDecoderAdapter(FairseqIncrementalDecoder):
 
 
 @register_model(MODEL_NAME)
-class RNNsearchModel(FairseqEncoderDecoderModel):
+class RNNsearchModel(CoreEncoderDecoderModel):
     """fairseq model around :class:`nmt.models.rnnsearch.RNNsearch` (``self.core``)."""
 
-    def __init__(self, encoder, decoder, core, src_ids: IdMap, tgt_ids: IdMap):
-        super().__init__(encoder, decoder)
-        self.core = core
-        self.src_ids = src_ids
-        self.tgt_ids = tgt_ids
-
-    @staticmethod
-    def add_args(parser):
-        parser.add_argument("--rnnsearch-preset", type=str, default=None,
-                            help="preset of nmt.models.rnnsearch.PRESETS (set by --arch; flags below win)")
-        add_prefixed_dataclass_args(parser, RNNsearchConfig, PREFIX)
-
-    @classmethod
-    def build_model(cls, args, task):
-        base_architecture(args)
-        cfg = config_with_preset(args.rnnsearch_preset, **prefixed_overrides(args, RNNsearchConfig, PREFIX))
-        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-        core = build_model(cfg, len(src_dict), len(tgt_dict))
-        src_ids, tgt_ids = IdMap(src_dict), IdMap(tgt_dict)
-        encoder = RNNsearchEncoderAdapter(src_dict, core, src_ids)
-        decoder = RNNsearchDecoderAdapter(tgt_dict, core, tgt_ids)
-        return cls(encoder, decoder, core, src_ids, tgt_ids)
+    config_cls, prefix, default_preset = RNNsearchConfig, PREFIX, "rnnsearch-paper"
+    config_with_preset = staticmethod(config_with_preset)
+    build_core = staticmethod(build_model)
+    encoder_cls, decoder_cls = RNNsearchEncoderAdapter, RNNsearchDecoderAdapter
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
         """Teacher forcing in one pass of ``core.forward`` (the encoder runs once, inside it)."""
         return self.decoder.teacher_forced(self.encoder.model_source(src_tokens),
                                            self.tgt_ids.tokens(prev_output_tokens))
 
-    def max_positions(self):
-        return (int(1e6), int(1e6))
 
-
-def _register_arch(arch: str, preset: str) -> None:
-    if arch in ARCH_MODEL_REGISTRY:  # imported twice (fairseq_plugin and nmt.fairseq_plugin)
-        return
-
-    def arch_fn(args):
-        set_default(args, "rnnsearch_preset", preset)
-
-    register_model_architecture(MODEL_NAME, arch)(arch_fn)
-
-
-def base_architecture(args):
-    set_default(args, "rnnsearch_preset", "rnnsearch-paper")
-
-
-for _arch, _preset in ARCHS.items():
-    _register_arch(_arch, _preset)
+register_preset_archs(MODEL_NAME, PREFIX, ARCHS)

@@ -352,17 +352,24 @@ def test_fairseq_train_mogrifier(fs, tmp_path):
     assert "valid on 'valid' subset" in proc.stdout + proc.stderr
 
 
-def test_fairseq_train_and_generate_encdec(fs, tmp_path):
-    """fairseq-preprocess (bitext) + fairseq-train --task translation --arch cho2014_gru_tiny + fairseq-generate
-    (beam search through the incremental decoder)."""
+def toy_bitext(tmp_path: Path, *, seed: int, n_valid: int) -> Path:
+    """train.{fr,en} (120 pairs) and valid.{fr,en} of random toy words in tmp_path; returns the folder of the
+    fairseq binaries (missing() when fairseq-generate is not there)."""
     bindir = Path(sys.executable).parent
     if not (bindir / "fairseq-generate").exists():
         missing(f"fairseq-generate not found next to {sys.executable}")
-    rng = random.Random(0)
-    for split, n in (("train", 120), ("valid", 24)):
+    rng = random.Random(seed)
+    for split, n in (("train", 120), ("valid", n_valid)):
         pairs = [[rng.randrange(12) for _ in range(rng.randint(2, 6))] for _ in range(n)]
         (tmp_path / f"{split}.fr").write_text("\n".join(" ".join(f"s{i}" for i in p) for p in pairs) + "\n")
         (tmp_path / f"{split}.en").write_text("\n".join(" ".join(f"t{i}" for i in p) for p in pairs) + "\n")
+    return bindir
+
+
+def test_fairseq_train_and_generate_encdec(fs, tmp_path):
+    """fairseq-preprocess (bitext) + fairseq-train --task translation --arch cho2014_gru_tiny + fairseq-generate
+    (beam search through the incremental decoder)."""
+    bindir = toy_bitext(tmp_path, seed=0, n_valid=24)
     # fairseq 0.12 calls torch.load without weights_only=False (torch >= 2.6 defaults to True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     data = str(tmp_path / "bin")
@@ -391,14 +398,7 @@ def test_fairseq_train_and_generate_encdec(fs, tmp_path):
 def test_fairseq_train_and_generate_rnnsearch(fs, tmp_path):
     """fairseq-preprocess (bitext) + fairseq-train --task translation --arch rnnsearch_tiny + fairseq-generate
     --print-alignment (beam search through the incremental decoder, attention as fairseq's alignment)."""
-    bindir = Path(sys.executable).parent
-    if not (bindir / "fairseq-generate").exists():
-        missing(f"fairseq-generate not found next to {sys.executable}")
-    rng = random.Random(1)
-    for split, n in (("train", 120), ("valid", 16)):
-        pairs = [[rng.randrange(12) for _ in range(rng.randint(2, 6))] for _ in range(n)]
-        (tmp_path / f"{split}.fr").write_text("\n".join(" ".join(f"s{i}" for i in p) for p in pairs) + "\n")
-        (tmp_path / f"{split}.en").write_text("\n".join(" ".join(f"t{i}" for i in p) for p in pairs) + "\n")
+    bindir = toy_bitext(tmp_path, seed=1, n_valid=16)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     data = str(tmp_path / "bin")
     from fairseq import options

@@ -12,12 +12,13 @@ from nmt.core.io import DataError, read_parallel, write_output
 from nmt.translation.model_io import load_translation_model
 from nmt.scoring import PairScorer
 from nmt.core.errors import command, refuse_overwriting_inputs
+from nmt.core.paths import CHECKPOINT_HELP
 
 
 @dataclass
 class ScoreConfig:
     model: str = C.field("work/model", help="model folder (or checkpoint file) written by nmt-train")
-    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
+    checkpoint: str = C.field("auto", help=CHECKPOINT_HELP)
     src: str = C.field("", help="tokenized source sentences/phrases, one per line", required=True)
     tgt: str = C.field("", help="tokenized target sentences/phrases, line-aligned with --src", required=True)
     output: str = C.field("-", help="one score per line ('-' = stdout)")

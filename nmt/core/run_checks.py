@@ -20,6 +20,8 @@ from nmt.core.errors import UsageError, refuse_overwriting_inputs
 #: the files a training run writes into its --out-dir (besides the vocabulary copies)
 RUN_FILES = ("checkpoint_last.pt", "checkpoint_best.pt", "history.json", "train.log", "config.yaml",
              "summary.json")
+#: the epoch ends a run keeps with --keep-epochs (nmt.core.paths.epoch_checkpoint_name)
+EPOCH_CHECKPOINTS = "checkpoint_epoch*.pt"
 #: the files that make a folder "a trained model"
 MODEL_FILES = ("checkpoint_last.pt", "checkpoint_best.pt", "history.json")
 
@@ -63,7 +65,8 @@ def clear_run(out: Path, inputs: Iterable[str | os.PathLike[str] | None] = ()) -
         if path not in (None, "", "-") and Path(path).exists():
             keep.add(Path(path).resolve())
     removed = []
-    for name in RUN_FILES:
+    kept_epochs = sorted(p.name for p in out.glob(EPOCH_CHECKPOINTS)) if out.is_dir() else []
+    for name in (*RUN_FILES, *kept_epochs):
         path = out / name
         if path.is_file() and path.resolve() not in keep:
             path.unlink()

@@ -30,6 +30,7 @@ import torch
 from nmt.core import config as C
 from nmt.core.io import atomic_write, write_output
 from nmt.core.errors import UsageError, refuse_overwriting_inputs
+from nmt.core.paths import CHECKPOINT_HELP
 from nmt.lm.data import REGIMES, UNK_NOTE, encode_all, read_sentences
 from nmt.lm.loading import load_language_model
 from nmt.lm.scoring import perplexity, token_logprobs
@@ -40,7 +41,7 @@ from nmt.core.run_checks import require_lines
 @dataclass
 class LMEvalConfig:
     model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
-    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
+    checkpoint: str = C.field("auto", help=CHECKPOINT_HELP)
     vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv); must be the one "
                                            "the model was trained with")
     text: str | None = C.field(None, help="text to score, one tokenized sentence per line (plain or .gz)")
@@ -111,7 +112,7 @@ def evaluate_text(cfg: LMEvalConfig) -> None:
 @dataclass
 class LMScoreConfig:
     model: str = C.field("work/lm", help="model folder (or checkpoint file) written by nmt-lm-train")
-    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
+    checkpoint: str = C.field("auto", help=CHECKPOINT_HELP)
     vocab: str | None = C.field(None, help="vocabulary (default: the model folder's vocab.tsv)")
     text: str = C.field("", help="tokenized sentences, one per line (plain or .gz)", required=True)
     output: str = C.field("-", help="one score per line ('-' = stdout)")

@@ -49,6 +49,8 @@ class LoopConfig:
     max_epochs: int = field(10, help="stop after this many epochs")
     max_updates: int | None = field(None, help="stop after this many updates")
     save_every: int = field(500, help="write checkpoint_last.pt every N updates (and at each epoch end)")
+    keep_epochs: bool = field(False, help="also keep the end of every epoch N as checkpoint_epochN.pt (fairseq's "
+                                          "checkpointN.pt; load it with --checkpoint epochN)")
     eval_every: int = field(0, help="evaluate on dev every N updates (0 = at each epoch end)")
     patience: int = field(3, help="early stopping: evaluations without dev improvement before stopping (0 = off)")
     average: str = field("none", help="'none' or 'on_stall': once a dev evaluation does not improve, keep a "

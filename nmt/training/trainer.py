@@ -37,6 +37,7 @@ from nmt.training import distributed
 from nmt.data.batching import bucketed_batches
 from nmt.core.io import atomic_write, remove_stale_temp_files
 from nmt.core.logs import add_file_log, remove_file_log
+from nmt.core.paths import epoch_checkpoint_name
 from nmt.training.config import LoopConfig, OptimConfig, TrainState, build_optimizer, initial_lr, scheduled_lr
 from nmt.training.weight_average import ParameterAverage
 
@@ -334,6 +335,8 @@ class Trainer:
                 st.batch_in_epoch = 0
                 if not loop.eval_every:
                     stop = self._eval_and_maybe_stop() or stop
+                if loop.keep_epochs:  # before checkpoint_last: a kill between the two redoes the epoch's end
+                    self.save(self.out_dir / epoch_checkpoint_name(st.epoch))
                 self.save(self.last_path)
         log.info("training finished at update %d, epoch %d; best dev loss %.4f", st.step, st.epoch, st.best_dev)
         return st

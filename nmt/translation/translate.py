@@ -13,6 +13,7 @@ from nmt.core.io import DataError
 from nmt.data.special import BOS, EOS, EOS_TOKEN
 from nmt.data.tokenize import MosesTokenizer
 from nmt.core.errors import UsageError
+from nmt.core.paths import CHECKPOINT_HELP
 from nmt.translation.model_io import load_translation_model
 from nmt.translation.quantize import quantize_output_layer
 from nmt.translation.search import StepModel, beam_search
@@ -21,7 +22,7 @@ from nmt.translation.search import StepModel, beam_search
 @dataclass
 class TranslateConfig:
     model: str = C.field("work/model", help="model folder (or checkpoint file) written by nmt-train")
-    checkpoint: str = C.field("auto", help="which checkpoint of a model folder: best, last or auto (best if present)")
+    checkpoint: str = C.field("auto", help=CHECKPOINT_HELP)
     input: str = C.field("-", help="source sentences, one per line ('-' = stdin)")
     output: str = C.field("-", help="translations, one per line ('-' = stdout); with nbest > 1 a Moses n-best list")
     src_lang: str = C.field("en", help="source language for Moses tokenization")

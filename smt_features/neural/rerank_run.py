@@ -13,7 +13,7 @@ from nmt.core import config as C
 from nmt.core.io import DataError, atomic_write, read_lines
 from nmt.core.errors import UsageError, refuse_overwriting_inputs
 from nmt.core.formats.nbest import NBestEntry, iter_nbest, write_nbest
-from nmt.core.paths import resolve_checkpoint
+from nmt.core.paths import CHECKPOINT_HELP, resolve_checkpoint
 from nmt.scoring import PairScorer, naming_checkpoint
 from smt_features.model.weights import Weights
 from smt_features.neural import rerank as R
@@ -29,7 +29,7 @@ class RerankConfig:
     lm: list[str] = C.field([], help="neural LMs (nmt-lm-train model folders) as NAME=DIR ...")
     kenlm: list[str] = C.field([], help="KenLM models (ARPA or binary) as NAME=PATH ...")
     encdec: list[str] = C.field([], help="encoder–decoders (nmt-train model folders) as NAME=DIR ...")
-    checkpoint: str = C.field("auto", help="which checkpoint of the model folders: best, last or auto")
+    checkpoint: str = C.field("auto", help=CHECKPOINT_HELP)
     batch_size: int = C.field(256, help="hypotheses per scoring call")
     max_tokens: int = C.field(4000, help="padded tokens per forward pass inside a scoring call")
     threads: int = C.field(2, help="torch intra-op threads")

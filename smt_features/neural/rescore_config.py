@@ -13,6 +13,7 @@ from typing import Any
 
 from nmt.core.config import field
 from nmt.core.errors import refuse_overwriting_inputs
+from nmt.core.paths import CHECKPOINT_HELP
 
 #: gzip level of written tables (as :mod:`nmt.core.formats.phrase_table` and Moses's pipes).
 GZIP_LEVEL = 6
@@ -31,8 +32,7 @@ class RescoreConfig:
     model: str = field("", required=True, help="encoder-decoder trained source->target (model folder or checkpoint), "
                                 "scores p(target | source)")
     reverse_model: str = field("", help="optional encoder-decoder trained target->source: adds p(source | target)")
-    checkpoint: str = field("auto", help="checkpoint of a model folder: best, last, or auto (best if present, "
-                                         "else last)")
+    checkpoint: str = field("auto", help=CHECKPOINT_HELP)
     output: str = field("", required=True, help="rescored table (gzip if it ends in .gz); with --shard the shard's part")
     max_tokens: int = field(2000, help="padded target tokens (incl. EOS) per batch")
     window: int = field(20000, help="lines read ahead, sorted by length and scored together (memory bound)")

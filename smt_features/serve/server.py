@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nmt.core import config as C
 from nmt.core.errors import UsageError
+from nmt.core.paths import CHECKPOINT_HELP
 from smt_features.serve.api import System
 from smt_features.serve.layout import SystemFiles, from_work
 from smt_features.serve.requests import Limits
@@ -45,7 +46,7 @@ class ServeConfig:
     lowercase: bool = C.field(False, help="without --work: the system's text was lowercased")
     truecase_model: list[str] = C.field([], help="without --work: LANG=FILE truecase models (nmt-prepare "
                                                  "--truecase), e.g. en=truecase-model.en fr=truecase-model.fr")
-    checkpoint: str = C.field("auto", help="which checkpoint of the neural model folders: best, last or auto")
+    checkpoint: str = C.field("auto", help=CHECKPOINT_HELP)
     host: str = C.field("127.0.0.1", help="address to listen on")
     port: int = C.field(8080, help="port (mosesserver's default; 0 = any free port, printed when ready)")
     threads: int = C.field(2, help="decoder worker processes (forked after loading)")

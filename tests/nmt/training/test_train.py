@@ -340,3 +340,29 @@ def test_stream_buffer_batches_permute_the_unique_pairs_and_resume(tmp_path: Pat
         msg = capsys.readouterr().err
         assert f"{path}:{line}:" in msg and "Traceback" not in msg, msg
         assert not (tmp_path / f"m_{line}").exists()
+
+
+def test_keep_epochs_keeps_each_epoch_end_and_resumes_to_the_same(toy_data: Path, tmp_path: Path) -> None:
+    from nmt.core.paths import resolve_checkpoint
+
+    full, split = tmp_path / "full", tmp_path / "split"
+    train_main(_args(toy_data, full, "--max-epochs", "2", "--keep-epochs", "true", "--save-every", "5"))
+    epoch1, epoch2 = full / "checkpoint_epoch1.pt", full / "checkpoint_epoch2.pt"
+    assert resolve_checkpoint(full, "epoch1") == epoch1 and resolve_checkpoint(full, "epoch2") == epoch2
+    first, second = load_checkpoint(epoch1)["train_state"], load_checkpoint(epoch2)["train_state"]
+    assert (first["epoch"], second["epoch"]) == (1, 2) and 0 < first["step"] < second["step"]
+    assert_same_checkpoint(epoch2, full / "checkpoint_last.pt")  # the run ended with epoch 2
+    # one epoch, then resumed to two: the same epoch ends as the uninterrupted run
+    train_main(_args(toy_data, split, "--max-epochs", "1", "--keep-epochs", "true", "--save-every", "5"))
+    assert not (split / "checkpoint_epoch2.pt").exists()
+    train_main(_args(toy_data, split, "--max-epochs", "2", "--keep-epochs", "true", "--save-every", "5", "--resume"))
+    assert_same_checkpoint(epoch1, split / "checkpoint_epoch1.pt")
+    assert_same_checkpoint(epoch2, split / "checkpoint_epoch2.pt")
+    with pytest.raises(FileNotFoundError):
+        resolve_checkpoint(full, "epoch3")
+    for bad in ("epoch0", "epochs", "epoch", "first"):
+        with pytest.raises(ValueError, match="best, last, epochN or auto"):
+            resolve_checkpoint(full, bad)
+    # --overwrite removes the kept epochs of the run it replaces; without --keep-epochs none are written
+    train_main(_args(toy_data, full, "--max-updates", "3", "--overwrite"))
+    assert not list(full.glob("checkpoint_epoch*.pt"))

@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from tests.recipes.helpers import QuickExperiment, check_baseline, need, need_tools, table_row
+from tests.recipes.helpers import QuickExperiment, check_baseline, need, need_tools, run, table_row
 
 M30K_ROWS = ("Baseline", "+RNN", "+RNN+WP", "+LSTM-LM", "+RMN-LM", "+Mogrifier-LM", "+all", "+RNNsearch",
              "+all+RNNsearch")
@@ -38,6 +38,32 @@ def test_multi30k_table_quick_baseline(m30k_table: QuickExperiment) -> None:
     table = (m30k_table.work / "scores.md").read_text()
     table_row(table, "Baseline")
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in table
+
+
+@pytest.mark.slow
+def test_phrase_score_ablation_quick(m30k_table: QuickExperiment) -> None:
+    """recipes/phrase_score/run.sh --quick on the quick Baseline, the row with both models (p(e|f), p(f|e),
+    length-normalised): its two models trained, the table filtered and rescored (4 Moses scores + 2 + WP), one
+    MERT run with WP fixed at 0, the summary; a second call reuses the models and the table."""
+    m30k_table.run("Baseline")
+    work = m30k_table.work / "phrase_score"
+    args = ("recipes/phrase_score/run.sh", "recipes/phrase_score/multi30k.yaml", "--quick", "--experiment-work",
+            str(m30k_table.work), "--work", str(work), "--threads", "1", "--rows", "both_norm")
+    run(*args, "--mert-runs", "1")
+    row = work / "both_norm"
+    with gzip.open(row / "phrase-table.rnn.gz", "rt", encoding="utf-8") as fh:
+        scores = [float(x) for x in fh.readline().split(" ||| ")[2].split()]
+    assert len(scores) == 7 and all(0.0 < x <= 1.0 for x in scores[4:])  # p_rnn normalised, WP = exp(-unknown)
+    tuned = (row / "rnn.tune.1" / "moses.tuned.ini").read_text()
+    assert "num-features=7" in tuned and re.search(r"^TranslationModel0=( \S+){6} 0$", tuned, re.M)
+    table = (work / "scores.md").read_text()
+    table_row(table, "Baseline")
+    table_row(table, "+RNN(both_norm)")
+    stamps = [(p, p.stat().st_mtime_ns) for p in (work / "models" / "default" / "train.done",
+                                                   work / "models" / "reverse" / "train.done",
+                                                   row / "phrase-table.rnn.gz")]
+    run(*args, "--stop-after", "rescore")
+    assert [(p, p.stat().st_mtime_ns) for p, _ in stamps] == stamps
 
 
 @pytest.mark.slow

@@ -12,7 +12,8 @@
 #                              [--filter-sets "A B"] [--train-flags "..."] [--reverse] [--reverse-model DIR]
 #                              [--rescore-flags "..."] [--stop-after rescore]
 # --config: the recipe's config.yaml (its train_phrases[_quick] section trains the phrase model; its
-#   smt[_quick] section: dev/test splits, MERT settings, phrase_vocab); --dev/--tests/--tune-flags as
+#   smt[_quick] section: dev/test splits, MERT settings, phrase_vocab, phrase_checkpoint: the checkpoint that scores
+#   the table, best|last|epochN|auto, default auto); --dev/--tests/--tune-flags as
 #   smt_baseline.sh. Used by recipes/multi30k_enfr/table.sh, recipes/wmt_small/run.sh, recipes/wmt14_enfr/run.sh.
 # --vocab K: the phrase model's vocabularies are the K most frequent words per side (default: the config's
 #   phrase_vocab; Multi30k: 3000 — its ~11k words would leave no word unknown, while the paper's 15,000 of
@@ -87,6 +88,9 @@ smt_cfg=$cfg:smt$([ $quick = 1 ] && echo _quick || true)
 dev=${dev:-$(config_value "$smt_cfg" dev)}
 tests=${tests:-$(config_value "$smt_cfg" tests)}
 vocab=${vocab:-$(config_value "$smt_cfg" phrase_vocab)}
+# which checkpoint of the phrase model scores the table (smt-rescore --checkpoint; --rescore-flags may override it)
+checkpoint=$(config_value "$smt_cfg" phrase_checkpoint 2> /dev/null || true)
+checkpoint=${checkpoint:-auto}
 max_iter=$(config_value "$smt_cfg" mert_max_iterations)
 tune_flags=(--nbest "$(config_value "$smt_cfg" mert_nbest)" ${max_iter:+--max-iterations "$max_iter"})
 mert_flags=$(config_value "$smt_cfg" mert_flags)
@@ -130,7 +134,7 @@ echo "== smt-rescore: p_rnn(e|f) and WP for every pair of $in_table"
 table=$work/phrase-table.rnn.gz
 t0=$(date +%s)
 run_step rescore "$table.moses.ini" -- "$bin/smt-rescore" --table "$in_table" --model "$model" \
-  ${reverse_model:+--reverse-model "$reverse_model"} $rescore_extra \
+  ${reverse_model:+--reverse-model "$reverse_model"} --checkpoint "$checkpoint" $rescore_extra \
   --output "$table" --wp-column --resume --threads "$threads" --device "$device" --moses-ini "$smt/model/moses.ini"
 echo "rescoring: $(( $(date +%s) - t0 )) s"
 if [ "$stop_after" = rescore ]; then echo "rnn_rescore.sh: --stop-after rescore: $table"; exit 0; fi

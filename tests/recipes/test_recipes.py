@@ -247,3 +247,33 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     bad = subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--work", str(work)],
                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
     assert bad.returncode == 2 and "unknown system '+BERT'" in bad.stderr
+
+
+def test_rnn_rescore_scores_the_table_with_the_configs_checkpoint(tmp_path: Path) -> None:
+    """rnn_rescore.sh (RECIPE_DRY_RUN=1, --stop-after rescore): smt-rescore gets the config's
+    smt.phrase_checkpoint (auto without it), and --rescore-flags come after it, so a row can override it."""
+    smt = tmp_path / "smt"
+    (smt / "model").mkdir(parents=True)
+    (smt / "data").mkdir()
+    (smt / "model" / "moses.ini").write_text("", encoding="utf-8")
+    for lang in ("en", "fr"):
+        (smt / "data" / f"vocab.{lang}.tsv").write_text("<pad>\n<unk>\n<s>\n</s>\na\n", encoding="utf-8")
+    cfg = tmp_path / "cfg.yaml"
+
+    def rescore_step(checkpoint: str, *extra: str) -> list[str]:
+        cfg.write_text("train_phrases:\n  preset: tiny\nsmt:\n  dev: val\n  tests: test\n  mert_nbest: 10\n"
+                       f"  mert_max_iterations:\n  mert_flags:\n  phrase_vocab: full\n{checkpoint}", encoding="utf-8")
+        proc = subprocess.run(["bash", "recipes/lib/rnn_rescore.sh", "--config", str(cfg), "--smt-work", str(smt),
+                               "--work", str(tmp_path / "work"), "--threads", "1", "--stop-after", "rescore", *extra],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+        assert proc.returncode == 0, proc.stderr
+        steps = [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+        return [s for s in steps if s[0].endswith("smt-rescore")][0]
+
+    def checkpoints(step: list[str]) -> list[str]:
+        return [step[i + 1] for i, word in enumerate(step) if word == "--checkpoint"]
+    assert checkpoints(rescore_step("  phrase_checkpoint: epoch2\n")) == ["epoch2"]
+    assert checkpoints(rescore_step("")) == ["auto"]
+    assert checkpoints(rescore_step("  phrase_checkpoint: last\n", "--rescore-flags", "--checkpoint best")) == \
+        ["last", "best"]   # the later one wins (smt-rescore's parser)
+    assert not (tmp_path / "work" / "phrase-table.rnn.gz").exists()   # a dry run runs nothing

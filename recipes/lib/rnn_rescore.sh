@@ -10,7 +10,7 @@
 #                              [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
 #                              [--vocab K] [--device D] [--dev SPLIT] [--tests "A B"] [--tune-flags "..."]
 #                              [--filter-sets "A B"] [--train-flags "..."] [--reverse] [--reverse-model DIR]
-#                              [--rescore-flags "..."] [--stop-after rescore]
+#                              [--rescore-flags "..."] [--checkpoint WHICH] [--stop-after rescore]
 # --config: the recipe's config.yaml (its train_phrases[_quick] section trains the phrase model; its
 #   smt[_quick] section: dev/test splits, MERT settings, phrase_vocab, phrase_checkpoint: the checkpoint that scores
 #   the table, best|last|epochN|auto, default auto); --dev/--tests/--tune-flags as
@@ -30,7 +30,8 @@
 #   --phrase-pairs count --preset cho2014"; docs/phrase_score.md).
 # --reverse: also train the reverse model p(f|e) (nmt-train --reverse, same settings, WORK/phrase_model.reverse)
 #   and append its score; --reverse-model DIR: take that reverse model instead.
-# --rescore-flags "...": extra smt-rescore flags (e.g. --length-normalize).
+# --rescore-flags "...": extra smt-rescore flags (e.g. --length-normalize; a --checkpoint there wins, being later).
+# --checkpoint WHICH: the phrase model's checkpoint that scores the table (default: the config's phrase_checkpoint).
 # --stop-after rescore: stop once the rescored table is written (e.g. on a GPU machine: the MERT runs follow on
 #   CPU with the same command, which reuses the model and the table).
 # Outputs: WORK/phrase-table.rnn.gz (+ .moses.ini, .rescore.json), WORK/{rnn,rnnwp}.tune.R/, WORK/scores.md,
@@ -55,6 +56,7 @@ train_extra=""
 reverse=0
 reverse_model=""
 rescore_extra=""
+checkpoint=""
 stop_after=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
@@ -74,6 +76,7 @@ while [ $# -gt 0 ]; do
     --reverse) reverse=1 ;;
     --reverse-model) reverse_model=$2; shift ;;
     --rescore-flags) rescore_extra=$2; shift ;;
+    --checkpoint) checkpoint=$2; shift ;;
     --stop-after) stop_after=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
@@ -89,7 +92,7 @@ dev=${dev:-$(config_value "$smt_cfg" dev)}
 tests=${tests:-$(config_value "$smt_cfg" tests)}
 vocab=${vocab:-$(config_value "$smt_cfg" phrase_vocab)}
 # which checkpoint of the phrase model scores the table (smt-rescore --checkpoint; --rescore-flags may override it)
-checkpoint=$(config_value "$smt_cfg" phrase_checkpoint 2> /dev/null || true)
+checkpoint=${checkpoint:-$(config_value "$smt_cfg" phrase_checkpoint 2> /dev/null || true)}
 checkpoint=${checkpoint:-auto}
 max_iter=$(config_value "$smt_cfg" mert_max_iterations)
 tune_flags=(--nbest "$(config_value "$smt_cfg" mert_nbest)" ${max_iter:+--max-iterations "$max_iter"})

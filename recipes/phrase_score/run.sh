@@ -99,9 +99,10 @@ run_row() {  # run_row ROW: the row's rnn_rescore.sh (log: WORK/ROW.log)
               ${tc[@]+"${tc[@]}"} $(quick_flag $quick))
   rev=$(value rows "$row" reverse_model)
   [ -z "$rev" ] || args+=(--reverse-model "$work/models/$rev")
-  # the checkpoint the experiment's config names (smt.phrase_checkpoint) is not the rows': auto (best by dev loss)
-  # unless the row's rescore flags say otherwise (the later --checkpoint wins)
-  args+=(--rescore-flags "--checkpoint auto $(value rows "$row" rescore)")
+  # the rows score with the best-by-dev-loss checkpoint (auto), not the experiment's smt.phrase_checkpoint, unless
+  # their rescore flags name one
+  args+=(--checkpoint auto)
+  [ -z "$(value rows "$row" rescore)" ] || args+=(--rescore-flags "$(value rows "$row" rescore)")
   [ -z "$stop_after" ] || args+=(--stop-after "$stop_after")
   echo "== row $row: rnn_rescore.sh ${args[*]}"
   bash "$lib/rnn_rescore.sh" "${args[@]}" > "$work/$row.log" 2>&1 || { echo "row $row failed: see $work/$row.log" >&2; return 1; }

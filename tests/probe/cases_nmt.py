@@ -416,6 +416,27 @@ def _truecase_cases() -> None:
           where=_yaml_where, outputs=outs)
 
 
+# -------------------------------------------------------------------- nmt-average-checkpoints
+def _average_cases() -> None:
+    prog = "nmt-average-checkpoints"
+    out = lambda ws: ws.output("avg.pt")  # noqa: E731
+    outs = lambda ws: [out(ws)]  # noqa: E731
+    last = lambda ws: ws.model / "checkpoint_last.pt"  # noqa: E731
+    second = lambda ws: _copy_of(ws, ws.model, "model-copy", lambda d: None) / "checkpoint_last.pt"  # noqa: E731
+    avg = lambda *inputs: lambda ws: ["--inputs", *(str(i(ws)) for i in inputs), "--output", str(out(ws))]  # noqa: E731
+    _case(prog, "checkpoint-truncated", avg(last, lambda ws: _nmt_truncated(ws) / "checkpoint_last.pt"),
+          where=lambda ws: ("checkpoint_last.pt", None), outputs=outs)
+    _case(prog, "checkpoint-missing", avg(last, lambda ws: ws.missing("nope.pt")), where=lambda ws: ("nope.pt", None),
+          outputs=outs)
+    _case(prog, "not-the-same-model", avg(last, lambda ws: ws.lm / "checkpoint_last.pt"),
+          where=lambda ws: ("checkpoint_last.pt", None), outputs=outs)
+    _case(prog, "one-input", avg(last), where=lambda ws: ("--inputs", None), outputs=outs)
+    _case(prog, "output-is-input", lambda ws: [*avg(last, second)(ws)[:-1], str(second(ws))],
+          where=lambda ws: ("checkpoint_last.pt", None))
+    _case(prog, "config-malformed", lambda ws: [*avg(last, second)(ws), "--config", str(_bad_yaml(ws))],
+          where=_yaml_where, outputs=outs)
+
+
 _score_cases()
 _translate_cases()
 _evaluate_cases()
@@ -425,3 +446,4 @@ _lm_scoring_cases()
 _lm_attention_cases()
 _prepare_cases()
 _truecase_cases()
+_average_cases()

@@ -128,6 +128,10 @@ while read -r s; do
   esac
 done <<< "$systems"
 filter=$(config_value "$x" filter_table)
+if [ $quick = 1 ]; then  # filter_table_quick (optional): the --quick run's own choice
+  filter_quick=$(config_value "$x" filter_table_quick 2> /dev/null || true)
+  filter=${filter_quick:-$filter}
+fi
 # truecase: true: the tokenized splits are truecased (nmt-prepare --truecase: truecase-model.<lang>), so the
 # phrase table, KenLM, MERT's references and the neural models see truecased text; each stage detruecases
 # its output (common.sh cased_hyp) before detokenizing and sacreBLEU against the raw, cased references

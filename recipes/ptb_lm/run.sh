@@ -111,15 +111,8 @@ for m in $models; do
   echo "== $m$suffix"
   "$py" -m nmt.cli.lm_train --config "$cfg:$m$suffix" --out-dir "$work/$m" --resume --threads "$threads" \
     ${epoch_flag[@]+"${epoch_flag[@]}"} ${data_flags[@]+"${data_flags[@]}"}
-  regime=$(config_value "$work/$m/config.yaml:data" regime)
-  for split in valid test; do
-    "$py" -m nmt.cli.lm_eval --model "$work/$m" --split "$split" --name "$m $split" --threads "$threads" \
-      --json "$work/$m/$split.json"
-    if [ "$regime" = stream ]; then
-      "$py" -m nmt.cli.lm_eval --model "$work/$m" --split "$split" --regime sentence --threads "$threads" \
-        --name "$m $split (sentences independent)" --json "$work/$m/$split.sentence.json"
-    fi
-  done
+  # nmt-lm-eval on valid and test (+ sentences independent for a stream-trained model), in one process
+  "$py" "$here/evaluate.py" --model "$work/$m" --name "$m" --threads "$threads"
 done
 
 echo "== table"

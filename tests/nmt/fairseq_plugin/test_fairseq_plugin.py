@@ -334,9 +334,8 @@ def test_fairseq_train_mogrifier(fs, tmp_path):
         (tmp_path / f"{split}.txt").write_text(
             "\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) for _ in range(n)) + "\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    subprocess.run([str(bindir / "fairseq-preprocess"), "--only-source", "--trainpref", str(tmp_path / "train.txt"),
-                    "--validpref", str(tmp_path / "valid.txt"), "--destdir", str(tmp_path / "bin"), "--workers", "1"],
-                   check=True, env=env, capture_output=True)
+    preprocess_in_process("--only-source", "--trainpref", str(tmp_path / "train.txt"), "--validpref",
+                          str(tmp_path / "valid.txt"), "--destdir", str(tmp_path / "bin"))
     proc = subprocess.run(
         [str(bindir / "fairseq-train"), str(tmp_path / "bin"), "--user-dir", str(PLUGIN_DIR),
          "--task", "language_modeling", "--arch", "mogrifier_lm", "--lm-emb-dim", "16", "--lm-hidden-dim", "16",
@@ -350,6 +349,17 @@ def test_fairseq_train_mogrifier(fs, tmp_path):
     state = torch.load(ckpt, map_location="cpu", weights_only=False)
     assert any(k.startswith("decoder.lm.rnn.") for k in state["model"])
     assert "valid on 'valid' subset" in proc.stdout + proc.stderr
+
+
+def preprocess_in_process(*args: str) -> None:
+    """fairseq-preprocess ARGS in this process: one fairseq start-up (~4 s CPU) fewer than the CLI."""
+    from fairseq import options
+    from fairseq_cli import preprocess
+
+    preprocess.main(options.get_preprocessing_parser().parse_args([*args, "--workers", "1"]))
+    for handler in list(preprocess.logger.handlers):  # main() adds a FileHandler (destdir/preprocess.log)
+        preprocess.logger.removeHandler(handler)
+        handler.close()
 
 
 def toy_bitext(tmp_path: Path, *, seed: int, n_valid: int) -> Path:
@@ -373,9 +383,8 @@ def test_fairseq_train_and_generate_encdec(fs, tmp_path):
     # fairseq 0.12 calls torch.load without weights_only=False (torch >= 2.6 defaults to True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     data = str(tmp_path / "bin")
-    subprocess.run([str(bindir / "fairseq-preprocess"), "--source-lang", "fr", "--target-lang", "en",
-                    "--trainpref", str(tmp_path / "train"), "--validpref", str(tmp_path / "valid"),
-                    "--destdir", data, "--workers", "1"], check=True, env=env, capture_output=True)
+    preprocess_in_process("--source-lang", "fr", "--target-lang", "en", "--trainpref", str(tmp_path / "train"),
+                          "--validpref", str(tmp_path / "valid"), "--destdir", data)
     proc = subprocess.run(
         [str(bindir / "fairseq-train"), data, "--user-dir", str(PLUGIN_DIR), "--task", "translation",
          "--arch", "cho2014_gru_tiny", "--encdec-cell", "faithful", "--optimizer", "adam", "--lr", "0.01",
@@ -401,15 +410,8 @@ def test_fairseq_train_and_generate_rnnsearch(fs, tmp_path):
     bindir = toy_bitext(tmp_path, seed=1, n_valid=16)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     data = str(tmp_path / "bin")
-    from fairseq import options
-    from fairseq_cli import preprocess  # in-process: one fairseq start-up (~4 s CPU) fewer than the CLI
-
-    preprocess.main(options.get_preprocessing_parser().parse_args(
-        ["--source-lang", "fr", "--target-lang", "en", "--trainpref", str(tmp_path / "train"),
-         "--validpref", str(tmp_path / "valid"), "--destdir", data, "--workers", "1"]))
-    for handler in list(preprocess.logger.handlers):  # main() adds a FileHandler (destdir/preprocess.log)
-        preprocess.logger.removeHandler(handler)
-        handler.close()
+    preprocess_in_process("--source-lang", "fr", "--target-lang", "en", "--trainpref", str(tmp_path / "train"),
+                          "--validpref", str(tmp_path / "valid"), "--destdir", data)
     proc = subprocess.run(
         [str(bindir / "fairseq-train"), data, "--user-dir", str(PLUGIN_DIR), "--task", "translation",
          "--arch", "rnnsearch_tiny", "--rnnsearch-hidden-dim", "24", "--optimizer", "adam", "--lr", "0.01",

@@ -2,6 +2,7 @@
 that nmt-train and smt-rescore accept (run.sh would otherwise fail hours in, after the models trained)."""
 from __future__ import annotations
 
+import re
 import shlex
 
 import pytest
@@ -39,6 +40,14 @@ def test_rows_name_models_and_valid_flags(path) -> None:
         rescore = ["--table", "t", "--model", "m", "--output", "o", *shlex.split(row.get("rescore", ""))]
         args, _ = C.parse_args([RescoreConfig], rescore)  # argparse exits on an unknown flag or a bad value
         C.build(RescoreConfig, args, {})
+        if "average" in row:  # checkpoint names of the model folder(s), at least two, each once
+            names = row["average"].split()
+            assert len(names) >= 2 and len(set(names)) == len(names), f"{path.name}: row {name}: average {names}"
+            assert all(re.fullmatch(r"best|last|epoch[1-9][0-9]*", n) for n in names), f"{path.name}: row {name}"
+            max_epochs = int(re.search(r"--max-epochs (\d+)", models[row["model"]].get("train", "")).group(1))
+            assert all(int(n[5:]) <= max_epochs for n in names if n.startswith("epoch")), f"{path.name}: row {name}"
+            if any(n.startswith("epoch") for n in names):
+                assert "--keep-epochs true" in models[row["model"]].get("train", ""), f"{path.name}: row {name}"
     for name, model in {**cfg["models"], **cfg.get("models_quick", {})}.items():
         assert model["vocab"] == "full" or int(model["vocab"]) > 0, name
         args, _ = C.parse_args(TRAIN_CLASSES, ["--data-dir", "d", *shlex.split(model.get("train", ""))])

@@ -150,6 +150,17 @@ phrase_vocab() {
   done
 }
 
+# average_checkpoints MODEL_DIR "NAMES": the step that writes MODEL_DIR/checkpoint_avg_NAME_NAME....pt, the mean of
+# the model's checkpoints NAMES (best, last, epochN; nmt-average-checkpoints), reused when it exists; sets
+# `averaged` to its path.
+average_checkpoints() {
+  local names
+  averaged=$1/checkpoint_avg_${2// /_}.pt
+  read -r -a names <<< "$2"
+  run_step "averaged checkpoints" "$averaged" -- "$bin/nmt-average-checkpoints" --model "$1" --inputs "${names[@]}" \
+    --output "$averaged"
+}
+
 # train_phrase_model CFG:SECTION SMT VOCAB_DIR DEV OUT THREADS DEVICE [FLAG...]: the RNN Encoder–Decoder on the
 # unique pairs of SMT/model/phrase-table.gz (Cho et al. 2014 §3.1; nmt-train with the config section, then FLAG...;
 # dev loss on SMT/data/DEV.tok.*), into OUT, marked finished by OUT/train.done; --resume continues a killed run.

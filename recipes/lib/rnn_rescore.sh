@@ -10,7 +10,8 @@
 #                              [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
 #                              [--vocab K] [--device D] [--dev SPLIT] [--tests "A B"] [--tune-flags "..."]
 #                              [--filter-sets "A B"] [--train-flags "..."] [--reverse] [--reverse-model DIR]
-#                              [--rescore-flags "..."] [--checkpoint WHICH] [--stop-after rescore]
+#                              [--rescore-flags "..."] [--checkpoint WHICH] [--average "NAMES"]
+#                              [--stop-after rescore]
 # --config: the recipe's config.yaml (its train_phrases[_quick] section trains the phrase model; its
 #   smt[_quick] section: dev/test splits, MERT settings, phrase_vocab, phrase_checkpoint: the checkpoint that scores
 #   the table, best|last|epochN|auto, default auto); --dev/--tests/--tune-flags as
@@ -32,6 +33,9 @@
 #   and append its score; --reverse-model DIR: take that reverse model instead.
 # --rescore-flags "...": extra smt-rescore flags (e.g. --length-normalize; a --checkpoint there wins, being later).
 # --checkpoint WHICH: the phrase model's checkpoint that scores the table (default: the config's phrase_checkpoint).
+# --average "NAMES": score with the mean of the phrase model's checkpoints NAMES instead (e.g. "epoch1 epoch2 last";
+#   nmt-average-checkpoints, MODEL/checkpoint_avg_epoch1_epoch2_last.pt, of the reverse model too; default: the
+#   config's phrase_average, if any; "" = none).
 # --stop-after rescore: stop once the rescored table is written (e.g. on a GPU machine: the MERT runs follow on
 #   CPU with the same command, which reuses the model and the table).
 # Outputs: WORK/phrase-table.rnn.gz (+ .moses.ini, .rescore.json), WORK/{rnn,rnnwp}.tune.R/, WORK/scores.md,
@@ -57,6 +61,7 @@ reverse=0
 reverse_model=""
 rescore_extra=""
 checkpoint=""
+average=unset
 stop_after=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
@@ -77,6 +82,7 @@ while [ $# -gt 0 ]; do
     --reverse-model) reverse_model=$2; shift ;;
     --rescore-flags) rescore_extra=$2; shift ;;
     --checkpoint) checkpoint=$2; shift ;;
+    --average) average=$2; shift ;;
     --stop-after) stop_after=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
@@ -94,6 +100,8 @@ vocab=${vocab:-$(config_value "$smt_cfg" phrase_vocab)}
 # which checkpoint of the phrase model scores the table (smt-rescore --checkpoint; --rescore-flags may override it)
 checkpoint=${checkpoint:-$(config_value "$smt_cfg" phrase_checkpoint 2> /dev/null || true)}
 checkpoint=${checkpoint:-auto}
+# or the mean of several of its checkpoints (smt-rescore then reads that one file)
+[ "$average" != unset ] || average=$(config_value "$smt_cfg" phrase_average 2> /dev/null || true)
 max_iter=$(config_value "$smt_cfg" mert_max_iterations)
 tune_flags=(--nbest "$(config_value "$smt_cfg" mert_nbest)" ${max_iter:+--max-iterations "$max_iter"})
 mert_flags=$(config_value "$smt_cfg" mert_flags)
@@ -120,6 +128,15 @@ if [ $reverse = 1 ]; then
   run_step "reverse phrase model" "$reverse_model/train.done" -- train_phrase_model "$cfg:$section" "$smt" "$work" \
     "$dev" "$reverse_model" "$threads" "$device" $train_extra --reverse
   echo "training the reverse phrase model: $(( $(date +%s) - t0 )) s"
+fi
+if [ -n "$average" ]; then
+  echo "== the phrase model's checkpoints $average averaged (nmt-average-checkpoints)"
+  average_checkpoints "$model" "$average"
+  model=$averaged
+  if [ -n "$reverse_model" ]; then
+    average_checkpoints "$reverse_model" "$average"
+    reverse_model=$averaged
+  fi
 fi
 
 in_table=$smt/model/phrase-table.gz

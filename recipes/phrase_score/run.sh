@@ -10,7 +10,7 @@
 # config section of nmt-train settings, default train_phrases; [_quick]) and train (extra nmt-train flags after
 # it), trained into WORK/models/NAME; `rows` (`rows_quick`):
 # model, reverse_model (its p(f|e) appended too), rescore (extra smt-rescore flags), average (optional: checkpoint
-# names, e.g. "epoch1 epoch2": the row scores with their mean, nmt-average-checkpoints, made once per model). Each row is
+# names, e.g. "epoch1 epoch2": the row scores with their mean: rnn_rescore.sh --average). Each row is
 # recipes/lib/rnn_rescore.sh --systems rnn in WORK/ROW (the filtered rescored table, ROW/rnn.tune.R/).
 # --jobs N: up to N models train (and then N rows rescore) at once, e.g. on a GPU; --stop-after rescore: stop
 # once the rows' tables are written (the MERT runs follow with the same command, which reuses every finished
@@ -92,29 +92,18 @@ train_model() {  # train_model NAME: WORK/models/NAME (log: WORK/models/NAME.log
     "$dev" "$work/models/$m" "$threads" "$device" $(value models "$m" train) >> "$work/models/$m.log" 2>&1 \
     || { echo "model $m failed: see $work/models/$m.log" >&2; return 1; }
 }
-# averaged MODEL_DIR "NAMES": the path of MODEL_DIR's checkpoints NAMES averaged (nmt-average-checkpoints, made once)
-averaged() {
-  local file=$1/checkpoint_avg_${2// /_}.pt
-  [ -f "$file" ] || "$bin/nmt-average-checkpoints" --model "$1" --inputs $2 --output "$file" > /dev/null || return 1
-  echo "$file"
-}
 run_row() {  # run_row ROW: the row's rnn_rescore.sh (log: WORK/ROW.log)
-  local row=$1 rev model avg
-  model=$work/models/$(value rows "$row" model)
-  rev=$(value rows "$row" reverse_model)
-  [ -z "$rev" ] || rev=$work/models/$rev
-  avg=$(value rows "$row" average)
-  if [ -n "$avg" ]; then  # the row scores with the mean of these checkpoints (of both models)
-    model=$(averaged "$model" "$avg") || { echo "row $row: averaging $avg failed" >&2; return 1; }
-    [ -z "$rev" ] || rev=$(averaged "$rev" "$avg") || { echo "row $row: averaging $avg failed" >&2; return 1; }
-  fi
+  local row=$1 rev
   local args=(--config "$exp_cfg" --smt-work "$smt" --work "$work/$row" --systems rnn --tag "$row"
               --mert-runs "$runs" --threads "$threads" --device "$device" --dev "$dev" --tests "$tests"
-              --filter-sets "$dev $tests" --model "$model"
+              --filter-sets "$dev $tests" --model "$work/models/$(value rows "$row" model)"
               ${tc[@]+"${tc[@]}"} $(quick_flag $quick))
-  [ -z "$rev" ] || args+=(--reverse-model "$rev")
+  rev=$(value rows "$row" reverse_model)
+  [ -z "$rev" ] || args+=(--reverse-model "$work/models/$rev")
+  # the row scores with the mean of these checkpoints (of both models), or none (the experiment's smt.phrase_average)
+  args+=(--average "$(value rows "$row" average)")
   # the rows score with the best-by-dev-loss checkpoint (auto), not the experiment's smt.phrase_checkpoint, unless
-  # their rescore flags name one
+  # their rescore flags name one (or they average)
   args+=(--checkpoint auto)
   [ -z "$(value rows "$row" rescore)" ] || args+=(--rescore-flags "$(value rows "$row" rescore)")
   [ -z "$stop_after" ] || args+=(--stop-after "$stop_after")

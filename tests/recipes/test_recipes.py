@@ -277,3 +277,42 @@ def test_rnn_rescore_scores_the_table_with_the_configs_checkpoint(tmp_path: Path
     assert checkpoints(rescore_step("  phrase_checkpoint: last\n", "--rescore-flags", "--checkpoint best")) == \
         ["last", "best"]   # the later one wins (smt-rescore's parser)
     assert not (tmp_path / "work" / "phrase-table.rnn.gz").exists()   # a dry run runs nothing
+
+
+def test_rnn_rescore_averages_the_checkpoints_the_config_names(tmp_path: Path) -> None:
+    """smt.phrase_average (or --average NAMES): nmt-average-checkpoints writes MODEL/checkpoint_avg_….pt from
+    those checkpoints of the forward and the reverse model, and smt-rescore reads those two files."""
+    smt = tmp_path / "smt"
+    (smt / "model").mkdir(parents=True)
+    (smt / "model" / "moses.ini").write_text("", encoding="utf-8")
+    cfg = tmp_path / "cfg.yaml"
+    fwd, rev = tmp_path / "fwd", tmp_path / "rev"
+
+    def steps(average: str, *extra: str) -> list[list[str]]:
+        cfg.write_text("train_phrases:\n  preset: tiny\nsmt:\n  dev: val\n  tests: test\n  mert_nbest: 10\n"
+                       f"  mert_max_iterations:\n  mert_flags:\n  phrase_vocab: full\n{average}", encoding="utf-8")
+        proc = subprocess.run(["bash", "recipes/lib/rnn_rescore.sh", "--config", str(cfg), "--smt-work", str(smt),
+                               "--work", str(tmp_path / "work"), "--threads", "1", "--stop-after", "rescore",
+                               "--model", str(fwd), "--reverse-model", str(rev), *extra],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+        assert proc.returncode == 0, proc.stderr
+        return [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+
+    def after(step: list[str], flag: str) -> list[str]:
+        i = step.index(flag) + 1
+        return step[i:next((k for k in range(i, len(step)) if step[k].startswith("--")), len(step))]
+    plan = steps("  phrase_average: epoch1 epoch2 last\n")
+    averages = [s for s in plan if s[0].endswith("nmt-average-checkpoints")]
+    rescore = [s for s in plan if s[0].endswith("smt-rescore")][0]
+    assert [(after(s, "--model"), after(s, "--inputs")) for s in averages] == [
+        ([str(fwd)], ["epoch1", "epoch2", "last"]), ([str(rev)], ["epoch1", "epoch2", "last"])]
+    assert after(rescore, "--model") == [str(fwd / "checkpoint_avg_epoch1_epoch2_last.pt")]
+    assert after(rescore, "--reverse-model") == [str(rev / "checkpoint_avg_epoch1_epoch2_last.pt")]
+    assert after(averages[0], "--output") == after(rescore, "--model")
+    # --average "" (a row that does not average) wins over the config; --average NAMES too
+    plan = steps("  phrase_average: epoch1 epoch2 last\n", "--average", "")
+    assert not [s for s in plan if s[0].endswith("nmt-average-checkpoints")]
+    assert after([s for s in plan if s[0].endswith("smt-rescore")][0], "--model") == [str(fwd)]
+    plan = steps("", "--average", "best last")
+    assert after([s for s in plan if s[0].endswith("smt-rescore")][0], "--model") == [
+        str(fwd / "checkpoint_avg_best_last.pt")]

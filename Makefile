@@ -15,4 +15,4 @@ run: setup
 # the 15 slowest tests are listed at the end
 PYTEST_WORKERS ?= 2
 test: setup
-	.venv/bin/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15
+	.venv/bin/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15

@@ -26,7 +26,15 @@ def one_torch_thread():
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``slow`` end-to-end tests first, the order otherwise kept: under pytest-xdist the long ones then
-    start at once on different workers and the short ones fill in around them, instead of a long test
-    starting last and ending the run alone."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The files with ``slow`` end-to-end tests first, those with the most slow tests first (a file's tests keep
+    their order: the quick experiments build on the tests before them), then the rest in collection order.
+    ``make test`` runs ``--dist loadfile --no-loadscope-reorder``, so pytest-xdist hands out the files in this
+    order: the long ones start at once on different workers and the short ones fill in around them, instead of
+    the longest file starting late and ending the run alone (xdist's default reorder, by number of tests, put
+    the 9-test Multi30k table file behind the 300-test probe)."""
+    slow: dict[str, int] = {}
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            slow[item.nodeid.split("::")[0]] = slow.get(item.nodeid.split("::")[0], 0) + 1
+    order = {item.nodeid: i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-slow.get(item.nodeid.split("::")[0], 0), order[item.nodeid]))

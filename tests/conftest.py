@@ -1,6 +1,7 @@
 """Fixtures of both floors' tests: the toy corpus (tests/toy_corpus.py) and one torch thread."""
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order: the long ones start at once on different workers and the short ones fill in around them, instead of
     the longest file starting late and ending the run alone (xdist's default reorder, by number of tests, put
     the 9-test Multi30k table file behind the 300-test probe)."""
-    slow: dict[str, int] = {}
-    for item in items:
-        if item.get_closest_marker("slow") is not None:
-            slow[item.nodeid.split("::")[0]] = slow.get(item.nodeid.split("::")[0], 0) + 1
-    order = {item.nodeid: i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (-slow.get(item.nodeid.split("::")[0], 0), order[item.nodeid]))
+    slow = Counter(item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])  # a stable sort: the order is otherwise kept

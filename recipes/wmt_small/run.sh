@@ -8,8 +8,8 @@
 # whose `experiment` section names the data, sets and systems and whose other sections size each stage
 # (smt: MERT on the first dev_lines = 1,000 of newstest2012's 3,003 sentences, LM/TM/distortion weights kept
 # in range: without the ranges the first MERT iteration here picked a negative LM weight and the next decode
-# produced word salad, dev BLEU 8.73 -> 0.20; phrase_vocab 10,000: the excerpt has ~30k word types, so as in
-# the paper some words stay unknown to the network and WP counts them).
+# produced word salad, dev BLEU 8.73 -> 0.20; phrase_vocab 15,000, the paper's: the excerpt has ~30k word types,
+# so as in the paper some words stay unknown to the network and WP counts them).
 # Outputs: WORK (default work/wmt_small[_quick]) /smt (baseline), /rnn (model, rescored table, MERT runs,
 # scores.md), /report. Reruns reuse steps.
 source "$(dirname "$0")/../lib/common.sh"

@@ -10,11 +10,11 @@ flight, so memory is bounded by the chunk size, not by the corpus. ``spec`` desc
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from nmt.core.pools import fork_pool
 from nmt.data.tokenize import MosesTokenizer
 from nmt.data.vocab import SentencePieceVocab
 
@@ -59,7 +59,7 @@ def tokenize_stream(pairs: Iterable[Pair], spec: dict[str, Any], workers: int = 
         for chunk in _chunks(pairs):
             yield from zip(chunk, _chunk(chunk, keep_empty))
         return
-    with multiprocessing.get_context().Pool(workers, initializer=_init, initargs=(spec,)) as pool:
+    with fork_pool(workers, initializer=_init, initargs=(spec,), method=None) as pool:  # the platform's start method
         pending: deque[tuple[list[Pair], Any]] = deque()
         for chunk in _chunks(pairs):
             pending.append((chunk, pool.apply_async(_chunk, (chunk, keep_empty))))

@@ -8,10 +8,15 @@ import multiprocessing
 import signal
 from collections.abc import Iterable, Iterator, Sequence
 
+from nmt.core.pools import ordered_map
+
 from smt_features.decode.decoder import Decoder
 from smt_features.decode.hypothesis import DecodeResult
 
 _WORKER: Decoder | None = None
+#: Chunks of sentences handed to the pool per worker ahead of the one being read: enough to keep every worker busy,
+#: few enough that an error (or a reader that stops) leaves little work for close() to finish.
+CHUNKS_AHEAD_PER_WORKER = 32
 
 
 def _set_worker(decoder: Decoder, ignore_interrupt: bool = False) -> None:
@@ -30,13 +35,19 @@ def _worker_decode(item: tuple[int, str, int, bool]) -> DecodeResult:
     return _WORKER.decode(line.split(), nbest=nbest, distinct=distinct, sent_id=sent_id)
 
 
+def _worker_decode_chunk(items: list[tuple[int, str, int, bool]]) -> list[DecodeResult]:
+    return [_worker_decode(item) for item in items]
+
+
 class DecodingPool:
     """``threads`` worker processes forked once, after the model was loaded, so they share it (copy on write);
     ``threads <= 1`` decodes in this process. :meth:`decode` may be called many times (and from several threads
     at once: the workers take the sentences of every call from one queue); close the pool when done.
     ``ignore_interrupt``: the workers ignore SIGINT and SIGTERM (a server finishes its work when its process group
-    is told to stop: a worker killed while waiting for work would leave the pool's queue locked), and leaving the
-    pool on an error closes it after the work queued instead of terminating it."""
+    is told to stop: a worker killed while waiting for work would leave the pool's queue locked). Leaving the pool
+    on an error closes it after the few chunks handed to it (:mod:`nmt.core.pools`: ``Pool.terminate()`` can hang
+    for ever when a worker is killed while writing its n-best list); only a ``KeyboardInterrupt`` terminates it,
+    unless ``ignore_interrupt``."""
 
     def __init__(self, decoder: Decoder, threads: int = 1, *, ignore_interrupt: bool = False) -> None:
         self.decoder = decoder
@@ -67,7 +78,10 @@ class DecodingPool:
             for i, line, n, d in items:
                 yield self.decoder.decode(line.split(), nbest=n, distinct=d, sent_id=i)
             return
-        yield from self._pool.imap(_worker_decode, items, chunksize=max(1, chunksize))
+        size = max(1, chunksize)
+        chunks = iter(lambda: list(itertools.islice(items, size)), [])
+        for results in ordered_map(self._pool, _worker_decode_chunk, chunks, CHUNKS_AHEAD_PER_WORKER * self.threads):
+            yield from results
 
     def close(self) -> None:
         """Stop the worker processes (after the work already queued)."""
@@ -80,8 +94,8 @@ class DecodingPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None and exc[0] is not None and not self.ignore_interrupt:
-            self._pool.terminate()  # an error or an interrupt: do not wait for the queued work
+        if self._pool is not None and exc[0] is KeyboardInterrupt and not self.ignore_interrupt:
+            self._pool.terminate()  # the user asked to stop now; an error closes after the chunks in flight
             self._pool.join()
             self._pool = None
         self.close()

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 
 from nmt.core.io import DataError, atomic_write, iter_lines, iter_parallel
+from nmt.core.pools import can_fork, fork_pool
 
 log = logging.getLogger(__name__)
 
@@ -216,31 +216,6 @@ def symmetrize(forward: Iterable[Link], reverse: Iterable[Link], src_len: int, t
             f += 1
     points.sort()
     return points
-
-
-def fork_pool(processes: int):
-    """A ``multiprocessing`` pool with the ``fork`` start method (workers inherit module globals)."""
-    import multiprocessing
-
-    return multiprocessing.get_context("fork").Pool(processes)
-
-
-def can_fork() -> bool:
-    import multiprocessing
-
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
-def ordered_map(pool, func, tasks: Iterable, window: int) -> Iterator:
-    """``pool.imap(func, tasks)`` with at most ``window`` tasks in flight (``imap`` would read ``tasks``
-    to the end at once, holding them all): results in task order, memory bounded by ``window``."""
-    pending: deque = deque()
-    for task in tasks:
-        pending.append(pool.apply_async(func, (task,)))
-        if len(pending) >= window:
-            yield pending.popleft().get()
-    while pending:
-        yield pending.popleft().get()
 
 
 def symmetrize_chunk(args: tuple) -> list[Links]:

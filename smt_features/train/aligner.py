@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from nmt.core.io import atomic_write, iter_parallel
+from nmt.core.pools import can_fork, fork_pool, ordered_map
 
 from smt_features.train.align import (EFLOMAL_MAX_TOKENS, SYMMETRIZATIONS, Links, PathLike, symmetrize_chunk,
-                                      can_fork, fork_pool, format_pharaoh, long_pairs, ordered_map, parse_pharaoh,
-                                      read_tokenized_parallel, some_lines, symmetrize_corpus, write_alignments)
+                                      format_pharaoh, long_pairs, parse_pharaoh, read_tokenized_parallel,
+                                      some_lines, symmetrize_corpus, write_alignments)
 
 log = logging.getLogger(__name__)
 

@@ -27,14 +27,16 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
 from nmt.core.formats.phrase_table import SEP, encode_lines, is_gzip_path, write_encoded
+from nmt.core.pools import can_fork, fork_pool, ordered_map
 
-from smt_features.train.align import Links, can_fork, fork_pool, ordered_map, parse_pharaoh
+from smt_features.train.align import Links, parse_pharaoh
 from smt_features.train.external_sort import SortOptions, open_temp, sorted_lines
 from smt_features.train.lexical import LexicalTable
 from smt_features.train.phrase_counts import ExtractionCounts, count_sentence, even_ranges
@@ -111,20 +113,16 @@ def extract_chunks(chunks: Iterable[ChunkData], lexical: LexicalTable, max_phras
     _SHARED.update(max_len=max_phrase_length, lexical=lexical, compress=opts.sort.compress)
     stats = StreamStats()
     bar = tqdm(unit=" pairs", desc="extract phrases", disable=None)
-    pool = None
     try:
-        if processes > 1 and can_fork():
-            pool = fork_pool(processes)
-        results: Iterator[tuple[int, int]] = map(_extract_chunk, tasks()) if pool is None else \
-            ordered_map(pool, _extract_chunk, tasks(), 2 * processes)
-        for s, o in results:
-            stats.sentences += s
-            stats.occurrences += o
-            bar.update(s)
+        with ExitStack() as stack:
+            pool = stack.enter_context(fork_pool(processes)) if processes > 1 and can_fork() else None
+            results: Iterator[tuple[int, int]] = map(_extract_chunk, tasks()) if pool is None else \
+                ordered_map(pool, _extract_chunk, tasks(), 2 * processes)
+            for s, o in results:
+                stats.sentences += s
+                stats.occurrences += o
+                bar.update(s)
     finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
         bar.close()
         _SHARED.clear()
     return paths, stats

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from nmt.core.formats.phrase_table import SEP
+from nmt.core.pools import can_fork, fork_pool
 
-from smt_features.train.align import Links, can_fork, fork_pool
+from smt_features.train.align import Links
 from smt_features.train.lexical import LexicalTable
 from smt_features.train.spans import DEFAULT_MAX_PHRASE_LENGTH
 

@@ -25,8 +25,8 @@ import os
 from collections.abc import Iterator, Sequence
 
 from nmt.core.formats.phrase_table import SEP, PhraseEntry, encode_lines, is_gzip_path, write_encoded
+from nmt.core.pools import can_fork, fork_pool, ordered_map
 
-from smt_features.train.align import can_fork, fork_pool
 from smt_features.train.phrase_counts import ExtractionCounts, even_ranges
 
 PathLike = str | os.PathLike[str]
@@ -219,7 +219,7 @@ def write_scored_table(counts: ExtractionCounts, path: PathLike, processes: int 
             write_encoded(parts(map(_score_encode_range, jobs)), path)
         else:
             with fork_pool(processes) as pool:
-                write_encoded(parts(pool.imap(_score_encode_range, jobs)), path)
+                write_encoded(parts(ordered_map(pool, _score_encode_range, jobs, 2 * processes)), path)
     finally:
         _SHARED.clear()
     return n_lines

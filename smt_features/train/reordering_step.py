@@ -32,8 +32,9 @@ from nmt.core.config import field
 from nmt.core.io import DataError, iter_lines, iter_parallel
 from nmt.core.errors import UsageError, refuse_overwriting_inputs
 from nmt.core.formats.reordering_table import TABLE_NAME, check_reordering_table, write_reordering_table
+from nmt.core.pools import can_fork, fork_pool
 
-from smt_features.train.align import can_fork, fork_pool, parse_pharaoh
+from smt_features.train.align import parse_pharaoh
 from smt_features.train.external_sort import SortOptions, check_size, sorted_lines
 from smt_features.train.reordering import chunk_path, count_orientations, merge_sorted, write_chunk
 from smt_features.train.reordering_scoring import Smoothing, score_lines

@@ -293,6 +293,31 @@ def test_decoding_pool_reused_per_sentence_sizes_and_interrupts():
     assert [r.sent_id for r in second] == [10, 11, 12, 13]
 
 
+def test_decoding_pool_left_by_an_error_finishes_its_chunks_and_stops():
+    """A reader that fails midway (e.g. a broken output pipe) leaves the pool: the chunks handed to it are decoded,
+    the workers exit (closed and joined, not terminated: nmt.core.pools) and the error comes out."""
+    import multiprocessing
+
+    from smt_features.decode.corpus import CHUNKS_AHEAD_PER_WORKER, DecodingPool
+
+    dec = make_decoder()
+    read = []
+
+    def lines():
+        for k in range(1000):
+            read.append(k)
+            yield ["a b", "b c a b", "c"][k % 3]
+
+    with pytest.raises(BrokenPipeError):
+        with DecodingPool(dec, 2) as pool:
+            workers = multiprocessing.active_children()
+            results = pool.decode(lines(), nbest=5, chunksize=2)
+            assert next(results).best.text == dec.translate("a b").text
+            raise BrokenPipeError("stdout closed")
+    assert not any(w.is_alive() for w in workers)
+    assert len(read) <= 2 * CHUNKS_AHEAD_PER_WORKER * 2 + 2  # only a window of chunks was read and handed out
+
+
 def test_featureset_weights_errors():
     fs = FeatureSet(make_features())
     with pytest.raises(KeyError, match="LM0"):

@@ -53,11 +53,19 @@ def input_paths(cfg: AverageConfig) -> list[Path]:
     return paths
 
 
+def _vocab_identity(vocab: Any) -> Any:
+    """What makes two checkpoints' vocabularies the same: each side's fingerprint, not the path it was read from
+    (a model folder copied or moved elsewhere and trained on keeps its fingerprints, not its paths)."""
+    if not isinstance(vocab, dict):
+        return vocab
+    return {side: v.get("fingerprint", v) if isinstance(v, dict) else v for side, v in vocab.items()}
+
+
 def _check_same_model(first: Path, ref: dict[str, Any], path: Path, state: dict[str, Any]) -> None:
     for key in _SAME_CONFIG:
         if state.get("config", {}).get(key) != ref.get("config", {}).get(key):
             raise UsageError(f"{path}: not the same model as {first} (its config's {key!r} differs)")
-    if state.get("vocab") != ref.get("vocab"):
+    if _vocab_identity(state.get("vocab")) != _vocab_identity(ref.get("vocab")):
         raise UsageError(f"{path}: not the same model as {first} (its vocabularies differ)")
     params, ref_params = state.get("model"), ref["model"]
     if not isinstance(params, dict) or list(params) != list(ref_params):

@@ -54,6 +54,16 @@ def test_a_different_model_is_refused(tmp_path: Path, change, what: str) -> None
         average_states([tmp_path / "a.pt", tmp_path / "b.pt"])
 
 
+def test_vocabularies_are_compared_by_fingerprint_not_path(tmp_path: Path) -> None:
+    """A model folder copied elsewhere and trained on: its new checkpoints name the copied vocabulary files, the
+    old ones the originals; the same fingerprints are the same vocabularies."""
+    a, b = _state([1.0, 2.0], [0.5], 7, 1), _state([3.0, 2.0], [0.5], 7, 2)
+    a["vocab"]["src"]["path"], b["vocab"]["src"]["path"] = "/old/src_vocab.tsv", "/copy/src_vocab.tsv"
+    save_checkpoint(a, tmp_path / "a.pt")
+    save_checkpoint(b, tmp_path / "b.pt")
+    assert torch.equal(average_states([tmp_path / "a.pt", tmp_path / "b.pt"])["model"]["w"], torch.tensor([2.0, 2.0]))
+
+
 def test_epoch_ends_averaged_and_loaded_as_a_model(toy_data: Path, tmp_path: Path, capsys) -> None:
     """Two epoch ends kept by nmt-train --keep-epochs, averaged by name in the model folder: the file loads
     with the translation loader (vocabularies found beside it) and holds the mean of the two."""

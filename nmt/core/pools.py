@@ -3,7 +3,7 @@
 ``multiprocessing.Pool.__exit__`` calls ``terminate()``, which SIGTERMs the workers at once. A worker killed while it
 writes a result still holds the result queue's lock; the pool's task handler thread then waits for that lock for
 ever and ``terminate()`` never returns (CPython issue gh-96995, open: "multiprocessing.Pool terminate shuts down
-workers too early"). Here that hung a test for 577 s, and ``tests/core/test_pools.py`` shows it within a few dozen
+workers too early"). Here that hung a test for 577 s, and ``tests/nmt/core/test_pools.py`` shows it within a few dozen
 pools left by an error while results of 200 kB were in flight. So the pools here are left by ``close()`` and
 ``join()``: the workers finish the tasks already handed to them and exit by themselves. Callers keep those tasks few
 (:func:`ordered_map`'s window), so leaving on an error costs at most a window of work; only ``KeyboardInterrupt``
@@ -34,10 +34,9 @@ def fork_pool(processes: int, *, initializer: Callable[..., Any] | None = None, 
         yield pool
     except KeyboardInterrupt:
         pool.terminate()
-        pool.join()
         raise
     finally:
-        pool.close()  # no-op after terminate()
+        pool.close()  # a no-op after terminate()
         pool.join()
 
 

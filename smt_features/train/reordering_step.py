@@ -32,7 +32,7 @@ from nmt.core.config import field
 from nmt.core.io import DataError, iter_lines, iter_parallel
 from nmt.core.errors import UsageError, refuse_overwriting_inputs
 from nmt.core.formats.reordering_table import TABLE_NAME, check_reordering_table, write_reordering_table
-from nmt.core.pools import can_fork, fork_pool
+from nmt.core.pools import can_fork, fork_pool, ordered_map
 
 from smt_features.train.align import parse_pharaoh
 from smt_features.train.external_sort import SortOptions, check_size, sorted_lines
@@ -139,14 +139,9 @@ def extract(cfg: TrainReorderingConfig, work: Path, stats: ReorderingStats) -> t
             for task in tasks():
                 add(_count_chunk(task))
         else:
-            with fork_pool(cfg.processes) as pool:
-                pending = []
-                for task in tasks():  # at most 2 chunks per worker read ahead: memory bounded
-                    pending.append(pool.apply_async(_count_chunk, (task,)))
-                    while len(pending) >= 2 * cfg.processes:
-                        add(pending.pop(0).get())
-                for job in pending:
-                    add(job.get())
+            with fork_pool(cfg.processes) as pool:  # at most 2 chunks per worker read ahead: memory bounded
+                for result in ordered_map(pool, _count_chunk, tasks(), 2 * cfg.processes):
+                    add(result)
     return paths, totals
 
 

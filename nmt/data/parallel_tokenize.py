@@ -9,12 +9,13 @@ flight, so memory is bounded by the chunk size, not by the corpus. ``spec`` desc
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from nmt.core.pools import fork_pool
+from nmt.core.pools import fork_pool, ordered_map
 from nmt.data.tokenize import MosesTokenizer
 from nmt.data.vocab import SentencePieceVocab
 
@@ -59,13 +60,13 @@ def tokenize_stream(pairs: Iterable[Pair], spec: dict[str, Any], workers: int = 
         for chunk in _chunks(pairs):
             yield from zip(chunk, _chunk(chunk, keep_empty))
         return
-    with fork_pool(workers, initializer=_init, initargs=(spec,), method=None) as pool:  # the platform's start method
-        pending: deque[tuple[list[Pair], Any]] = deque()
+    in_flight: deque[list[Pair]] = deque()  # the chunks whose tokens ordered_map has not yet given back
+
+    def chunks() -> Iterator[list[Pair]]:
         for chunk in _chunks(pairs):
-            pending.append((chunk, pool.apply_async(_chunk, (chunk, keep_empty))))
-            if len(pending) >= 2 * workers:
-                done, result = pending.popleft()
-                yield from zip(done, result.get())
-        while pending:
-            done, result = pending.popleft()
-            yield from zip(done, result.get())
+            in_flight.append(chunk)
+            yield chunk
+
+    with fork_pool(workers, initializer=_init, initargs=(spec,), method=None) as pool:  # the platform's start method
+        for tokens in ordered_map(pool, functools.partial(_chunk, keep_empty=keep_empty), chunks(), 2 * workers):
+            yield from zip(in_flight.popleft(), tokens)

@@ -51,6 +51,26 @@ def evaluate(hypotheses: Sequence[str], references: Sequence[str]) -> EvalResult
     return EvalResult(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()), len(hypotheses))
 
 
+def read_hypotheses(hyp_path: str, ref_path: str, num_refs: int, detokenize: str = "") -> list[str]:
+    """The lines of ``hyp_path``, one per reference line of ``ref_path`` (a :class:`DataError` naming the shorter
+    file otherwise); an empty line is an (empty) translation. ``detokenize`` (LANG): the lines are
+    Moses-tokenized; detokenize them as LANG (sacremoses, Moses entities unescaped)."""
+    hyps = read_lines(hyp_path, allow_empty=True)
+    if not hyps and not num_refs:
+        raise DataError(f"{hyp_path}: empty file, and so is {ref_path} (nothing to evaluate)")
+    if len(hyps) != num_refs:
+        shorter = hyp_path if len(hyps) < num_refs else ref_path
+        raise DataError(shorter, min(len(hyps), num_refs) + 1,
+                        f"{len(hyps)} hypotheses in {hyp_path} but {num_refs} references in {ref_path} "
+                        "(one line each per sentence)")
+    if detokenize:
+        from nmt.data.tokenize import MosesTokenizer
+
+        detok = MosesTokenizer(detokenize)
+        hyps = [detok.detokenize(h.split()) for h in hyps]
+    return hyps
+
+
 def evaluate_files(cfg: EvaluateConfig) -> None:
     """Score ``cfg.hyp`` against ``cfg.ref``: the line on stdout, ``cfg.json`` and ``cfg.detok_out`` if given."""
     if cfg.detok_out and not cfg.detokenize:
@@ -59,20 +79,8 @@ def evaluate_files(cfg: EvaluateConfig) -> None:
                               inputs={"--hyp": cfg.hyp, "--ref": cfg.ref})
     if cfg.json and cfg.detok_out:
         refuse_overwriting_inputs(outputs={"--json": cfg.json}, inputs={"--detok-out": cfg.detok_out})
-    hyps = read_lines(cfg.hyp, allow_empty=True)  # an empty line is an (empty) translation
     refs = read_lines(cfg.ref)
-    if not hyps and not refs:
-        raise DataError(f"{cfg.hyp}: empty file, and so is {cfg.ref} (nothing to evaluate)")
-    if len(hyps) != len(refs):
-        shorter = cfg.hyp if len(hyps) < len(refs) else cfg.ref
-        raise DataError(shorter, min(len(hyps), len(refs)) + 1,
-                        f"{len(hyps)} hypotheses in {cfg.hyp} but {len(refs)} references in {cfg.ref} "
-                        "(one line each per sentence)")
-    if cfg.detokenize:
-        from nmt.data.tokenize import MosesTokenizer
-
-        detok = MosesTokenizer(cfg.detokenize)
-        hyps = [detok.detokenize(h.split()) for h in hyps]
+    hyps = read_hypotheses(cfg.hyp, cfg.ref, len(refs), cfg.detokenize)
     result = evaluate(hyps, refs)
     if cfg.detok_out:
         from nmt.core.io import write_output

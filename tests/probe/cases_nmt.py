@@ -204,6 +204,37 @@ def _evaluate_cases() -> None:
           where=_yaml_where, outputs=outs)
 
 
+# ---------------------------------------------------------------------------- nmt-significance
+def _significance_cases() -> None:
+    prog = "nmt-significance"
+    out = lambda ws: ws.output("significance.json")  # noqa: E731
+    outs = lambda ws: [out(ws)]  # noqa: E731
+    ref_ok = lambda ws: ws.file("sig.ref", text(GOOD_TGT))  # noqa: E731
+    run_ok = lambda ws: ws.file("sig.run", text(GOOD_TGT))  # noqa: E731
+
+    def run(baseline_runs, system_runs, ref=ref_ok):
+        return lambda ws: ["--ref", str(ref(ws)), "--system",
+                           "Baseline=" + ",".join(str(r(ws)) for r in baseline_runs),
+                           "+X=" + ",".join(str(r(ws)) for r in system_runs), "--trials", "20", "--json",
+                           str(out(ws))]
+
+    _case(prog, "run-short", run([run_ok, run_ok], [run_ok, lambda ws: ws.file("sig.run3", SHORT)]),
+          where=lambda ws: ("sig.run3", 4), outputs=outs)
+    label, content, line = _NON_UTF8
+    _case(prog, f"run-{label}", run([lambda ws: ws.file(f"sig.run.{label}", content)], [run_ok]),
+          where=lambda ws: (f"sig.run.{label}", line), outputs=outs)
+    _case(prog, "runs-differ", run([run_ok, run_ok], [run_ok]), where=lambda ws: ("--system", None), outputs=outs)
+    _case(prog, "no-system-to-test",
+          lambda ws: ["--ref", str(ref_ok(ws)), "--system", f"Baseline={run_ok(ws)}", "--json", str(out(ws))],
+          where=lambda ws: ("--system", None), outputs=outs)
+    _case(prog, "ref-missing", run([run_ok], [run_ok], ref=lambda ws: ws.missing("nope.ref")),
+          where=lambda ws: ("nope.ref", None), outputs=outs)
+    _case(prog, "json-is-ref", lambda ws: [*run([run_ok], [run_ok])(ws)[:-1], str(ref_ok(ws))],
+          where=lambda ws: ("sig.ref", None))
+    _case(prog, "config-malformed", lambda ws: [*run([run_ok], [run_ok])(ws), "--config", str(_bad_yaml(ws))],
+          where=_yaml_where, outputs=outs)
+
+
 # ----------------------------------------------------------------------------------- nmt-train
 def _data_dir(ws: Workspace, label: str, files: dict[str, str | bytes]) -> Path:
     """A copy of the workspace's prepared data folder with some files replaced."""
@@ -440,6 +471,7 @@ def _average_cases() -> None:
 _score_cases()
 _translate_cases()
 _evaluate_cases()
+_significance_cases()
 _train_cases()
 _lm_train_cases()
 _lm_scoring_cases()

@@ -224,8 +224,11 @@ while read -r s; do
 done <<< "$systems"
 rm -rf "$work/results"
 mkdir -p "$work/results"
+# the test sets' significance against the first system (nmt-significance: paired approximate randomization over
+# the MERT runs joined); --quick: 200 trials (the suite's budget), else sacreBLEU's 10,000
+sig_trials=$([ $quick = 1 ] && echo 200 || echo 10000)
 "$py" "$lib/summarize.py" --runs "$runs" --sets "$dev $tests" --out-json "$work/results" "${sys_flags[@]}" \
-  > "$work/scores.md"
+  --text "$work/smt/text" --significance "$tests" --significance-trials "$sig_trials" > "$work/scores.md"
 
 if [ $make_report = 0 ]; then
   echo "== table: $work/scores.md (--no-report: no report made)"

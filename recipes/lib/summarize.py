@@ -2,11 +2,14 @@
 
     summarize.py --runs 3 --system Baseline=WORK/tune --system +RNN=WORK/rnn.tune [--out-json DIR]
     summarize.py --examples --text SMT/text --run 1 --system Baseline=WORK/tune --system +all=WORK/all
+    summarize.py ... --text SMT/text --significance "test_2016_flickr test_2017_flickr" [--significance-trials N]
 
 A system is ``NAME=PREFIX``: run r's files are in ``PREFIX.r/`` (``SET.scores.json`` as ``nmt-evaluate
 --json`` writes it, ``SET.fr`` the detokenized output). Sets: val, test_2016_flickr, test_2017_flickr,
 those present (``--sets`` for others). Table cells: mean ± sample standard deviation (min–max) over the runs, BLEU and chrF2
-in percent, sacreBLEU on detokenized text. ``--out-json`` writes one ``smt-report`` results file per system.
+in percent, sacreBLEU on detokenized text. ``--out-json`` writes one ``smt-report`` results file per system. ``--significance SETS`` adds, per set,
+every system tested against the first over the runs all of them have, joined (``nmt-significance``: paired
+approximate randomization, Clark et al. 2011), against ``TEXT/SET.ref.fr``.
 """
 from __future__ import annotations
 
@@ -77,6 +80,29 @@ def table(systems: list[tuple[str, str]], runs: int, out_json: Path | None, set_
     return "\n".join(lines) + "\n"
 
 
+def significance(systems: list[tuple[str, str]], runs: int, text: Path, set_names: Sequence[str],
+                 trials: int) -> str:
+    """Per set: each system against the first, paired approximate randomization over the runs joined."""
+    from nmt.core.io import read_lines
+    from nmt.translation.evaluate import read_hypotheses
+    from nmt.translation.significance import paired_test
+
+    lines: list[str] = []
+    for split in set_names:
+        ref_path = text / f"{split}.ref.fr"
+        common = [r for r in range(1, runs + 1)
+                  if all((Path(f"{prefix}.{r}") / f"{split}.fr").is_file() for _, prefix in systems)]
+        if len(systems) < 2 or not common or not ref_path.is_file():
+            continue
+        refs = read_lines(ref_path)
+        outputs = [(name, [read_hypotheses(str(Path(f"{prefix}.{r}") / f"{split}.fr"), str(ref_path), len(refs))
+                           for r in common]) for name, prefix in systems]
+        result = paired_test(outputs, refs, trials=trials)
+        lines += ["", f"### {split}: each system against {systems[0][0]}, MERT run(s) "
+                  f"{', '.join(map(str, common))} joined", "", result.markdown()]
+    return "\n".join(lines)
+
+
 def examples(systems: list[tuple[str, str]], text: Path, run: int, split: str, limit: int,
              json_out: Path | None = None) -> str:
     """Sentences where the systems' detokenized outputs differ: source, reference, each system's output
@@ -114,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", default="test_2016_flickr")
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--json", type=Path, help="with --examples: also write them as smt-report's examples.json")
+    ap.add_argument("--significance", default="", help="sets (space-separated) whose systems are tested against "
+                    "the first --system (needs --text: TEXT/SET.ref.fr)")
+    ap.add_argument("--significance-trials", type=int, default=10000, help="approximate randomization trials")
     args = ap.parse_args(argv)
     systems = _systems(args.system)
     if not systems:
@@ -124,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(examples(systems, args.text, args.run, args.set, args.limit, args.json))
     else:
         sys.stdout.write(table(systems, args.runs, args.out_json, args.sets.split()))
+        if args.significance:
+            if args.text is None:
+                ap.error("--significance needs --text")
+            sys.stdout.write(significance(systems, args.runs, args.text, args.significance.split(),
+                                          args.significance_trials))
     return 0
 
 

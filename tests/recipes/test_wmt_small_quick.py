@@ -35,6 +35,12 @@ def test_wmt_small_quick_rnn_rows(wmt_small: QuickExperiment) -> None:
     assert "| BLEU | newstest2012 | newstest2013 | runs |" in table
     for system in ("Baseline", "+RNN", "+RNN+WP"):
         assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
-    assert set(re.findall(r"^\| ([^|]+?) \| [0-9.]+ ± ", (wmt_small.work / "scores.md").read_text(), re.M)) == \
-        {"Baseline", "+RNN", "+RNN+WP"}
+    scores = (wmt_small.work / "scores.md").read_text()
+    assert set(re.findall(r"^\| ([^|]+?) \| [0-9.]+ ± ", scores, re.M)) == {"Baseline", "+RNN", "+RNN+WP"}
+    # each row tested against the Baseline on newstest2013 (paired approximate randomization, nmt-significance)
+    assert "### newstest2013: each system against Baseline, MERT run(s) 1 joined" in scores
+    for system in ("+RNN", "+RNN+WP"):
+        assert re.search(rf"^\| {re.escape(system)} \| 1 \| [0-9.]+ ± 0\.00 \| [0-9.]+ ± [0-9.]+ \| [+-][0-9.]+ \| "
+                         r"[01]\.[0-9]{4} \|$", scores, re.M), system
+    assert "ar:200|seed:12345" in scores
     assert (wmt_small.work / "report" / "report.md").is_file()

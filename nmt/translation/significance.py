@@ -89,7 +89,8 @@ class SignificanceResult:
         for metric, signature in self.signatures.items():
             rows = self.of(metric)
             base = rows[0]
-            lines += [f"| {metric} | runs | per run: mean ± sd | {self.runs} runs joined | Δ joined | p |",
+            joined = f"{self.runs} runs joined" if self.runs > 1 else "the run"
+            lines += [f"| {metric} | runs | per run: mean ± sd | {joined} | Δ joined | p |",
                       "|---|---:|---:|---:|---:|---:|"]
             for row in rows:
                 ci = f" ± {row.ci95:.2f}" if row.ci95 is not None else ""

@@ -144,5 +144,8 @@ echo "total: $((SECONDS - start)) s" >> "$work/wall_time.txt"
 echo "== summary over $runs MERT run(s)"
 sys_flags=(--system "Baseline=$smt/tune")
 for row in $rows; do sys_flags+=(--system "+RNN($row)=$work/$row/rnn.tune"); done
+# every row tested against the Baseline on the test sets (nmt-significance: paired approximate randomization over
+# the MERT runs joined; 200 trials with --quick, else sacreBLEU's 10,000)
 "$py" "$lib/summarize.py" --runs "$runs" --sets "$dev $tests" --out-json "$work/results" "${sys_flags[@]}" \
+  --text "$smt/text" --significance "$tests" --significance-trials "$([ "$quick" = 1 ] && echo 200 || echo 10000)" \
   | tee "$work/scores.md"

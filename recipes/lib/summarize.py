@@ -18,6 +18,7 @@ import json
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 SETS = ("val", "test_2016_flickr", "test_2017_flickr")
@@ -81,8 +82,9 @@ def table(systems: list[tuple[str, str]], runs: int, out_json: Path | None, set_
 
 
 def significance(systems: list[tuple[str, str]], runs: int, text: Path, set_names: Sequence[str],
-                 trials: int) -> str:
-    """Per set: each system against the first, paired approximate randomization over the runs joined."""
+                 trials: int, out_json: Path | None = None) -> str:
+    """Per set: each system against the first, paired approximate randomization over the runs joined (with
+    ``out_json``, also ``OUT_JSON/significance/SET.json``, which smt-report shows)."""
     from nmt.core.io import read_lines
     from nmt.translation.evaluate import read_hypotheses
     from nmt.translation.significance import paired_test
@@ -98,6 +100,10 @@ def significance(systems: list[tuple[str, str]], runs: int, text: Path, set_name
         outputs = [(name, [read_hypotheses(str(Path(f"{prefix}.{r}") / f"{split}.fr"), str(ref_path), len(refs))
                            for r in common]) for name, prefix in systems]
         result = paired_test(outputs, refs, trials=trials)
+        if out_json is not None:
+            (out_json / "significance").mkdir(parents=True, exist_ok=True)
+            (out_json / "significance" / f"{split}.json").write_text(json.dumps(asdict(result), indent=1),
+                                                                     encoding="utf-8")
         lines += ["", f"### {split}: each system against {systems[0][0]}, MERT run(s) "
                   f"{', '.join(map(str, common))} joined", "", result.markdown()]
     return "\n".join(lines)
@@ -157,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.text is None:
                 ap.error("--significance needs --text")
             sys.stdout.write(significance(systems, args.runs, args.text, args.significance.split(),
-                                          args.significance_trials))
+                                          args.significance_trials, args.out_json))
     return 0
 
 

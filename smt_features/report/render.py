@@ -88,6 +88,7 @@ def render_html(title: str, sections: Sequence[Section]) -> str:
                        + "".join(f"<th>{html.escape(h)}</th>" for h in t.header) + "</tr></thead><tbody>")
             out += ["<tr>" + "".join(_html_cell(c) for c in row) + "</tr>" for row in t.rows]
             out.append("</tbody></table>")
+            out += [f'<p class="note">{_html_text(n)}</p>' for n in t.notes]
         for f in sec.figures:
             out.append(f'<figure><img src="{html.escape(f.file)}" alt="{html.escape(f.title)}">'
                        f"<figcaption><b>{html.escape(f.title)}.</b> {html.escape(f.caption)}</figcaption></figure>")

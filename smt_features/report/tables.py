@@ -85,7 +85,44 @@ def bleu_section(exp_dir: Path) -> Section:
         sec.notes.append("sacreBLEU signatures: " + "; ".join(f"`{s}`" for s in sigs))
     else:
         sec.notes.append("No sacreBLEU signatures were recorded with the results.")
+    _significance_tables(folder / "significance", sec)
     return sec
+
+
+def _significance_tables(folder: Path, sec: Section) -> None:
+    """A table per test set from ``results/significance/SET.json`` (``nmt-significance``'s JSON, written by the
+    recipes' summarize.py): each system against the first, over the MERT runs joined."""
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            scores = data["scores"]
+            metrics = list(data["signatures"])
+            systems = list(dict.fromkeys(str(x["system"]) for x in scores))
+            by = {(str(x["system"]), str(x["metric"])): x for x in scores}
+            rows = []
+            for system in systems:
+                row = [system]
+                for metric in metrics:
+                    x, base = by[(system, metric)], by[(systems[0], metric)]
+                    ci = f" ± {float(x['ci95']):.2f}" if x.get("ci95") is not None else ""
+                    row.append(f"{float(x['joined']):.2f}{ci}")
+                    if system == systems[0]:
+                        row += ["", ""]
+                    else:
+                        row += [f"{float(x['joined']) - float(base['joined']):+.2f}", f"{float(x['p_value']):.4f}"]
+                rows.append(row)
+            test = "paired approximate randomization" if data["test"] == "ar" else "paired bootstrap resampling"
+            title = (f"{path.stem}: each system against {systems[0]}, {int(data['runs'])} MERT run(s) joined "
+                     f"({test}, {int(data['trials']):,} trials; Clark et al., 2011; ± : bootstrap 95 % interval)")
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
+            sec.notes.append(f"significance/{path.name}: unreadable ({err!r}), skipped")
+            continue
+        header = ["System"] + [f"{m} {col}" for m in metrics for col in ("joined", "Δ", "p")]
+        table = Table(title, header, rows)
+        table.notes += [f"{m}: `{sig}`" for m, sig in data["signatures"].items()]
+        sec.tables.append(table)
 
 
 def perplexity_section(exp_dir: Path) -> Section:

@@ -43,4 +43,5 @@ def test_wmt_small_quick_rnn_rows(wmt_small: QuickExperiment) -> None:
         assert re.search(rf"^\| {re.escape(system)} \| 1 \| [0-9.]+ ± 0\.00 \| [0-9.]+ ± [0-9.]+ \| [+-][0-9.]+ \| "
                          r"[01]\.[0-9]{4} \|$", scores, re.M), system
     assert "ar:200|seed:12345" in scores
-    assert (wmt_small.work / "report" / "report.md").is_file()
+    report = (wmt_small.work / "report" / "report.md").read_text()
+    assert "newstest2013: each system against Baseline, 1 MERT run(s) joined" in report  # results/significance

@@ -90,6 +90,35 @@ def test_report_from_fake_experiment(tmp_path: Path) -> None:
     assert "No examples.json" in md
 
 
+def test_significance_tables_from_the_summary(tmp_path: Path) -> None:
+    """results/significance/SET.json (nmt-significance's JSON, as summarize.py writes it) becomes a table per set:
+    the joined score, Δ and p of each system against the first; a broken file is noted, not fatal."""
+    from nmt.translation.significance import paired_test
+
+    refs = [f"a small cat {i} sat on the mat ." for i in range(30)]
+    worse = [r.replace("cat", "dog").replace("mat", "rug") if i % 2 else r for i, r in enumerate(refs)]
+    result = paired_test([("Baseline", [worse, worse]), ("+RNN", [refs, worse])], refs, trials=50, confidence=20)
+    exp = tmp_path / "exp"
+    (exp / "results" / "significance").mkdir(parents=True)
+    from dataclasses import asdict
+
+    (exp / "results" / "significance" / "test_2016_flickr.json").write_text(json.dumps(asdict(result)),
+                                                                            encoding="utf-8")
+    (exp / "results" / "significance" / "test_2017_flickr.json").write_text('{"scores": 1}', encoding="utf-8")
+    (exp / "results" / "a.json").write_text(json.dumps([{"system": "Baseline", "set": "test_2016_flickr",
+                                                          "bleu": 1.0}]), encoding="utf-8")
+    out = tmp_path / "report"
+    assert report_main(["--experiment-dir", str(exp), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text(encoding="utf-8")
+    page = (out / "report.html").read_text(encoding="utf-8")
+    base, rnn = result.of("BLEU")
+    row = f"| +RNN | {rnn.joined:.2f} ± {rnn.ci95:.2f} | {rnn.joined - base.joined:+.2f} | {rnn.p_value:.4f} |"
+    assert row in md and "| System | BLEU joined | BLEU Δ | BLEU p | chrF2 joined | chrF2 Δ | chrF2 p |" in md
+    assert "test_2016_flickr: each system against Baseline, 2 MERT run(s) joined (paired approximate" in md
+    assert "ar:50|seed:12345" in md and "ar:50|seed:12345" in page and f"{rnn.p_value:.4f}" in page
+    assert "significance/test_2017_flickr.json: unreadable" in md
+
+
 def test_examples_section_lists_each_system(tmp_path: Path) -> None:
     exp = tmp_path / "exp"
     exp.mkdir()

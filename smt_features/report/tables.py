@@ -106,20 +106,25 @@ def _significance_tables(folder: Path, sec: Section) -> None:
                 row = [system]
                 for metric in metrics:
                     x, base = by[(system, metric)], by[(systems[0], metric)]
+                    mean = statistics.fmean(map(float, x["per_run"]))
                     ci = f" ± {float(x['ci95']):.2f}" if x.get("ci95") is not None else ""
-                    row.append(f"{float(x['joined']):.2f}{ci}")
                     if system == systems[0]:
-                        row += ["", ""]
-                    else:
-                        row += [f"{float(x['joined']) - float(base['joined']):+.2f}", f"{float(x['p_value']):.4f}"]
+                        row += [f"{mean:.2f}", f"{float(x['joined']):.2f}{ci}", ""]
+                        continue
+                    d_mean = mean - statistics.fmean(map(float, base["per_run"]))
+                    p_mean = f" (p {float(x['p_value_mean']):.4f})" if x.get("p_value_mean") is not None else ""
+                    row += [f"{d_mean:+.2f}{p_mean}", f"{float(x['joined']):.2f}{ci}",
+                            f"{float(x['joined']) - float(base['joined']):+.2f} (p {float(x['p_value']):.4f})"]
                 rows.append(row)
             test = "paired approximate randomization" if data["test"] == "ar" else "paired bootstrap resampling"
-            title = (f"{path.stem}: each system against {systems[0]}, {int(data['runs'])} MERT run(s) joined "
-                     f"({test}, {int(data['trials']):,} trials; Clark et al., 2011; ± : bootstrap 95 % interval)")
+            title = (f"{path.stem}: each system against {systems[0]} over {int(data['runs'])} MERT run(s) ({test}, "
+                     f"{int(data['trials']):,} trials, on the mean of the runs' scores and on the runs joined; "
+                     "Clark et al., 2011; ± : bootstrap 95 % interval)")
         except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
             sec.notes.append(f"significance/{path.name}: unreadable ({err!r}), skipped")
             continue
-        header = ["System"] + [f"{m} {col}" for m in metrics for col in ("joined", "Δ", "p")]
+        header = ["System"] + [f"{m} {col}" for m in metrics
+                               for col in ("mean over runs, Δ (p)", "runs joined", "joined Δ (p)")]
         table = Table(title, header, rows)
         table.notes += [f"{m}: `{sig}`" for m, sig in data["signatures"].items()]
         sec.tables.append(table)

@@ -25,7 +25,7 @@ def test_a_system_equal_to_the_baseline_is_not_significant() -> None:
     runs = [_damaged(REFS, 2), _damaged(REFS, 3)]
     result = paired_test([("Baseline", runs), ("same", runs)], REFS, trials=200, confidence=0)
     base, same = result.of("BLEU")
-    assert same.joined == base.joined and same.p_value == 1.0  # no trial differs by more than 0
+    assert same.joined == base.joined and same.p_value == 1.0 and same.p_value_mean == 1.0
     assert base.p_value is None and base.ci95 is None
 
 
@@ -37,6 +37,7 @@ def test_a_clearly_better_system_is_significant_and_seeded() -> None:
         base, sys_ = result.of(metric)
         assert sys_.joined > base.joined
         assert sys_.p_value == pytest.approx(1 / 201)  # no trial reaches the observed difference
+        assert sys_.p_value_mean == pytest.approx(1 / 201)  # nor on the mean of the runs' scores
         assert sys_.ci95 is not None and sys_.ci95 > 0
     # the per-run scores are sacreBLEU's corpus scores of each run, as nmt-evaluate reports them
     expected = [sacrebleu.corpus_bleu(run, [REFS]).score for run in better]
@@ -54,10 +55,25 @@ def test_a_small_difference_is_not_significant() -> None:
     assert result.of("BLEU")[1].p_value > 0.2
 
 
+def test_the_mean_of_runs_is_tested_apart_from_the_joined_runs() -> None:
+    """A system with one short and one long run against one that is always long: joined, the long run pays the
+    short run's brevity penalty and the system looks far better; the mean of the runs' own scores says it is a
+    little worse, and its test does not call that significant."""
+    short = [" ".join(r.split()[:-4]) for r in REFS]  # brevity penalty
+    long_ = [r + " and then it ate the fish" for r in REFS]  # too long: lower precision, no penalty
+    result = paired_test([("Baseline", [long_, long_]), ("swinging", [short, long_])], REFS, trials=300,
+                         confidence=0, metrics=["bleu"])
+    base, swinging = result.of("BLEU")
+    assert swinging.joined - base.joined > 5 and swinging.mean - base.mean < 0
+    assert swinging.p_value == pytest.approx(1 / 301) and swinging.p_value_mean > 0.1
+    assert "| Δ mean | p (mean) |" in result.markdown()
+
+
 def test_bootstrap_and_the_refusals() -> None:
     runs = [_damaged(REFS, 2)]
     result = paired_test([("Baseline", runs), ("better", [REFS])], REFS, test="bs", trials=100, metrics=["bleu"])
     assert result.test == "bs" and result.trials == 100 and result.of("BLEU")[1].p_value < 0.05
+    assert result.of("BLEU")[1].p_value_mean is None  # the mean-of-runs statistic goes with ar only
     with pytest.raises(UsageError, match="same number of runs"):
         paired_test([("Baseline", runs), ("two", runs * 2)], REFS)
     with pytest.raises(UsageError, match="lines for"):

@@ -112,9 +112,11 @@ def test_significance_tables_from_the_summary(tmp_path: Path) -> None:
     md = (out / "report.md").read_text(encoding="utf-8")
     page = (out / "report.html").read_text(encoding="utf-8")
     base, rnn = result.of("BLEU")
-    row = f"| +RNN | {rnn.joined:.2f} ± {rnn.ci95:.2f} | {rnn.joined - base.joined:+.2f} | {rnn.p_value:.4f} |"
-    assert row in md and "| System | BLEU joined | BLEU Δ | BLEU p | chrF2 joined | chrF2 Δ | chrF2 p |" in md
-    assert "test_2016_flickr: each system against Baseline, 2 MERT run(s) joined (paired approximate" in md
+    row = (f"| +RNN | {rnn.mean - base.mean:+.2f} (p {rnn.p_value_mean:.4f}) | {rnn.joined:.2f} ± {rnn.ci95:.2f} | "
+           f"{rnn.joined - base.joined:+.2f} (p {rnn.p_value:.4f}) |")
+    assert row in md
+    assert "| System | BLEU mean over runs, Δ (p) | BLEU runs joined | BLEU joined Δ (p) | chrF2 mean" in md
+    assert "test_2016_flickr: each system against Baseline over 2 MERT run(s) (paired approximate" in md
     assert "ar:50|seed:12345" in md and "ar:50|seed:12345" in page and f"{rnn.p_value:.4f}" in page
     assert "significance/test_2017_flickr.json: unreadable" in md
 

@@ -172,12 +172,13 @@ def paired_test(systems: Sequence[tuple[str, Sequence[Sequence[str]]]], referenc
                                 signatures={name: str(sig) for name, sig in signatures.items()})
     for metric, label in zip(metrics, signatures):  # sacreBLEU's names ("BLEU", "chrF2"), in the order given
         scorer = make[metric]()
-        for (name, system_runs), res in zip(systems, table[label]):
-            per_run = [scorer.corpus_score(list(hyps), [list(references)]).score for hyps in system_runs]
+        stats = [[_segment_stats(scorer, hyps, references) for hyps in system_runs] for _, system_runs in systems]
+        for (name, system_runs), runs_stats, res in zip(systems, stats, table[label]):
+            per_run = [_score(scorer, x.sum(0)) for x in runs_stats]
             p_value = None if res.p_value is None else float(res.p_value)
             p_mean = None
             if p_value is not None and test == "ar":
-                p_mean = _ar_mean_of_runs(scorer, references, systems[0][1], system_runs, trials, seed)
+                p_mean = _ar_mean_of_runs(scorer, stats[0], runs_stats, trials, seed)
             if p_value is not None and system_runs == systems[0][1]:
                 p_value = p_mean = 1.0  # the baseline's own outputs: the strict count would give 1 / (trials + 1)
             result.scores.append(SystemScore(name, label, per_run, float(res.score),
@@ -185,20 +186,26 @@ def paired_test(systems: Sequence[tuple[str, Sequence[Sequence[str]]]], referenc
     return result
 
 
-def _ar_mean_of_runs(scorer: Any, references: Sequence[str], runs_a: Sequence[Sequence[str]],
-                     runs_b: Sequence[Sequence[str]], trials: int, seed: int, chunk: int = 1000) -> float:
-    """Paired approximate randomization on ``|mean_r S(A_r) − mean_r S(B_r)|``, S a run's corpus score: each trial
-    swaps the two systems' outputs segment by segment (every run), scores each run on its own, and averages."""
+def _segment_stats(scorer: Any, hyps: Sequence[str], references: Sequence[str]) -> Any:
+    """sacreBLEU's sufficient statistics of each segment (rows), as float64 (integer counts: sums stay exact)."""
     import numpy as np
 
-    refs = [list(references)]
-    a = [np.asarray(scorer._extract_corpus_statistics(list(h), refs), dtype=np.float64) for h in runs_a]
-    b = [np.asarray(scorer._extract_corpus_statistics(list(h), refs), dtype=np.float64) for h in runs_b]
+    return np.asarray(scorer._extract_corpus_statistics(list(hyps), [list(references)]), dtype=np.float64)
 
-    def score(summed: np.ndarray) -> float:  # integer counts, summed exactly in float64
-        return float(scorer._compute_score_from_stats([int(round(x)) for x in summed]).score)
 
-    observed = abs(np.mean([score(x.sum(0)) for x in a]) - np.mean([score(x.sum(0)) for x in b]))
+def _score(scorer: Any, summed: Any) -> float:
+    """The corpus score of summed segment statistics (sacreBLEU's ``corpus_score`` on those segments)."""
+    return float(scorer._compute_score_from_stats([int(round(x)) for x in summed]).score)
+
+
+def _ar_mean_of_runs(scorer: Any, a: Sequence[Any], b: Sequence[Any], trials: int, seed: int,
+                     chunk: int = 1000) -> float:
+    """Paired approximate randomization on ``|mean_r S(A_r) − mean_r S(B_r)|``, S a run's corpus score, from each
+    run's segment statistics ``a[r]``, ``b[r]``: each trial swaps the two systems' outputs segment by segment (every
+    run), scores each run on its own, and averages."""
+    import numpy as np
+
+    observed = abs(np.mean([_score(scorer, x.sum(0)) for x in a]) - np.mean([_score(scorer, x.sum(0)) for x in b]))
     rng = np.random.default_rng(seed)
     exceed = 0
     for start in range(0, trials, chunk):
@@ -208,8 +215,8 @@ def _ar_mean_of_runs(scorer: Any, references: Sequence[str], runs_a: Sequence[Se
             swap = rng.integers(2, size=(size, len(ra))).astype(np.float64)
             moved = swap @ (rb - ra)  # what the swapped segments add to A's sums (and take from B's)
             sum_a, sum_b = ra.sum(0) + moved, rb.sum(0) - moved
-            total_a += [score(x) for x in sum_a]
-            total_b += [score(x) for x in sum_b]
+            total_a += [_score(scorer, x) for x in sum_a]
+            total_b += [_score(scorer, x) for x in sum_b]
         exceed += int(np.count_nonzero(np.abs(total_a - total_b) / len(a) > observed))
     return (exceed + 1) / (trials + 1)
 

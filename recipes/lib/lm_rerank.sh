@@ -8,7 +8,8 @@
 #   detokenize → sacreBLEU.
 # Rows: +LSTM-LM, +RMN-LM, +Mogrifier-LM (Baseline's lists + that LM), +all (the +RNN+WP lists + the three
 # LMs + the encoder–decoder), +RNNsearch (Baseline's lists + ln p(hyp | source) under the RNNsearch model given
-# by --rnnsearch DIR, in lists of their own: WORK/baseline.rnnsearch.R; no LM is trained for this row alone),
+# by --rnnsearch DIR, in lists of their own: WORK/baseline.rnnsearch.R, made from the Baseline's lists WORK/baseline.R
+# when the LM rows decoded them (their LM features dropped), else decoded; no LM is trained for this row alone),
 # +all+RNNsearch (the +all lists with RNNsearch's ln p(hyp | source) added: WORK/rnnwp.rnnsearch.R, no new decoding).
 #   recipes/lib/lm_rerank.sh --config YAML --smt-work DIR --rnn-work DIR --lm-work DIR --work DIR
 #                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
@@ -142,6 +143,12 @@ for base in $bases; do
         echo "== $base run $r: $s: RNNsearch's ln p(hyp | source) added to the rnnwp list"
         "$bin/smt-rerank" --nbest "$work/rnnwp.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
           --encdec "RNNS0=$rnnsearch" --threads "$threads"
+      elif [ $base = baseline.rnnsearch ] && [ ! -f "$d/$s.nbest.feat.gz" ] && [ -f "$work/baseline.$r/$s.nbest.feat.gz" ]; then
+        # the Baseline's list of the same run is already decoded (for the LM rows): the same hypotheses, its LM
+        # features dropped and RNNsearch's added, instead of decoding it again
+        echo "== $base run $r: $s: RNNsearch's ln p(hyp | source) added to the baseline list (its LM features dropped)"
+        "$bin/smt-rerank" --nbest "$work/baseline.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
+          --drop LSTM0 RMN0 MOG0 --encdec "RNNS0=$rnnsearch" --threads "$threads"
       elif [ ! -f "$d/$s.nbest.feat.gz" ]; then
         tuned_ini "$base" "$r"
         echo "== $base run $r: $s $nbest-best list and its neural features"

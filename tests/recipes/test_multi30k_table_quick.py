@@ -136,6 +136,16 @@ def test_multi30k_table_quick_rnnsearch_rows_and_report(m30k_table: QuickExperim
     with gzip.open(rerank / "baseline.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
         line = fh.readline()
     assert " RNNS0= " in line and " LSTM0= " not in line
+    # ... made from the Baseline's lists of the LM rows, not decoded again: the same hypotheses and features
+    assert not (rerank / "baseline.rnnsearch.1" / "val.1best").exists()
+    with gzip.open(rerank / "baseline.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
+        base = [line.split(" ||| ") for line in fh]
+    with gzip.open(rerank / "baseline.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
+        derived = [line.split(" ||| ") for line in fh]
+    assert len(derived) == len(base)
+    for (sent, hyp, feats, _), (sent2, hyp2, feats2, _) in zip(base, derived):
+        assert (sent2, hyp2) == (sent, hyp)
+        assert feats2.split(" RNNS0= ")[0] == feats.split(" LSTM0= ")[0]
     # +all+RNNsearch: the +all lists (not decoded again) with RNNsearch's feature added
     with gzip.open(rerank / "rnnwp.rnnsearch.1" / "val.nbest.feat.gz", "rt", encoding="utf-8") as fh:
         line = fh.readline()

@@ -29,6 +29,11 @@ What it prints:
   format, gzip, write, and loading the model) for each ``processes × threads`` layout
   (same total threads), and of the scoring engine alone; ratio = measured ÷
   roofline.
+* **where the engine's time goes** (``--profile``): the engine once more under ``torch.profiler``, the
+  self CPU time of the matrix products (``addmm``, ``mm``, ``bmm``) against everything else
+  (element-wise gates, exp/log of the softmax, gathers, copies), and the ratio the engine could reach
+  if every matrix product ran at the peak rate while the rest took what it takes now:
+  ``ratio / (ratio + share of the rest)`` — the ceiling the rest leaves.
 * **memory**: peak RSS (``VmHWM``) of a fresh process running ``smt-rescore`` on the first
   ``--lines`` lines and on that table repeated ``--rss-scale`` times (default
   10×): memory is bounded by the window, not the table.
@@ -188,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                                                       "faster and has the same vocabulary-sized buffers)")
     ap.add_argument("--rss-scale", type=int, default=10)
     ap.add_argument("--skip-rss", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="also profile the engine: matrix products against the rest, and the ceiling the rest leaves")
     ap.add_argument("--json", default=None, help="also write the figures here")
     ap.add_argument("--peak-shapes", default=DEFAULT_PEAK_SHAPES,
                     help=f"MxKxN,... large fp32 GEMMs for the machine's peak (default {DEFAULT_PEAK_SHAPES}); "
@@ -250,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     pps_src = n / sources
     fpp_shared = flops_per_pair(cfg, V, src_len, tgt_len, encoder_per_pair=False, pairs_per_source=pps_src)
     rows = [("engine only (1 process)", args.threads, n / engine_s)]
+    if args.profile:
+        fig["profile"] = profile_engine(engine, windows)
     del engine, windows
     measure_roof()
 
@@ -284,6 +293,17 @@ def main(argv: list[str] | None = None) -> int:
         fig["runs"].append({"run": name, "pairs_per_s": pps, "ratio": pps / (rate / fpp),
                             "ratio_shared_encoder": pps / (rate / fpp_shared)})
     fig.update(flops_per_pair_shared=fpp_shared, pairs_per_source=pps_src)
+    if args.profile:
+        prof = fig["profile"]
+        ratio = n / engine_s / (rate / fpp)
+        rest = 1.0 - prof["gemm_share"]
+        prof["ceiling_ratio"] = ratio / (ratio + rest)
+        print()
+        print(f"engine profile (self CPU time, torch.profiler): matrix products {prof['gemm_share']:.0%} "
+              f"({', '.join(f'{k} {v:.0%}' for k, v in prof['gemm_ops'].items())}), the rest {rest:.0%} "
+              f"(largest: {', '.join(f'{k} {v:.0%}' for k, v in prof['top_rest'].items())}); with every matrix "
+              f"product at the peak rate and the rest as now the engine would reach {prof['ceiling_ratio']:.0%} "
+              f"of the roofline (now {ratio:.0%})")
 
     # -- memory -------------------------------------------------------------------------------------------------
     if not args.skip_rss:
@@ -302,6 +322,24 @@ def main(argv: list[str] | None = None) -> int:
         p.unlink()
     tmp.rmdir()
     return 0
+
+
+GEMM_OPS = ("aten::addmm", "aten::mm", "aten::bmm")
+
+
+def profile_engine(engine: RescoringEngine, windows: list) -> dict:
+    """Self CPU time shares of the engine's ops over ``windows`` (one more scoring pass, under the profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for w in windows:
+            engine.score(w.srcs, w.tgts)
+    self_us = {e.key: e.self_cpu_time_total for e in prof.key_averages()}
+    total = sum(self_us.values())
+    gemm = {k: self_us.get(k, 0.0) / total for k in GEMM_OPS if self_us.get(k)}
+    rest = sorted(((k, v / total) for k, v in self_us.items() if k not in GEMM_OPS), key=lambda kv: -kv[1])
+    return {"gemm_share": sum(gemm.values()), "gemm_ops": gemm, "top_rest": dict(rest[:5]),
+            "profiled_cpu_s": total / 1e6}
 
 
 def peak_only(args, shapes: list[tuple[int, int, int]]) -> int:

@@ -183,20 +183,25 @@ class PairScorer:
 class LMScorer:
     """ln p(sentence) under a trained language model, each sentence from a fresh state."""
 
-    def __init__(self, loaded: "LoadedLM", *, batch_size: int = 256, max_tokens: int = 2000):
+    def __init__(self, loaded: "LoadedLM", *, batch_size: int = 256, max_tokens: int = 2000,
+                 prefix_tree: bool = False, tree_size: int = 1024):
         self.loaded = loaded
         self.vocab = loaded.vocab
         self.batch_size = max(1, int(batch_size))
         self.max_tokens = max_tokens
+        # prefix_tree: sentences read over their prefix tree, tree_size at a time (nmt.lm.prefix_scoring)
+        self.prefix_tree = prefix_tree
+        self.tree_size = max(1, int(tree_size))
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, which: str = "auto", device: str = "cpu", vocab: str | None = None,
-             batch_size: int = 256, max_tokens: int = 2000) -> "LMScorer":
+             batch_size: int = 256, max_tokens: int = 2000, prefix_tree: bool = False,
+             tree_size: int = 1024) -> "LMScorer":
         """Load ``path`` (a checkpoint, or a model folder and ``which``) in eval mode with its vocabulary."""
         from nmt.lm.loading import load_language_model
 
         return cls(load_language_model(path, which=which, vocab=vocab, device=device), batch_size=batch_size,
-                   max_tokens=max_tokens)
+                   max_tokens=max_tokens, prefix_tree=prefix_tree, tree_size=tree_size)
 
     @property
     def path(self) -> Path:
@@ -205,13 +210,17 @@ class LMScorer:
     def token_logprobs(self, sentences: Sequence[Sequence[str]]) -> list["np.ndarray"]:
         """ln p of each word and of ``</s>`` per sentence (``n + 1`` values), in input order."""
         from nmt.lm.data import encode_all
+        from nmt.lm.prefix_scoring import prefix_token_logprobs
         from nmt.lm.scoring import sentence_token_logprobs
 
+        score, step = sentence_token_logprobs, self.batch_size
+        if self.prefix_tree:
+            score, step = prefix_token_logprobs, self.tree_size
         out: list[Any] = []
-        for lo in range(0, len(sentences), self.batch_size):
-            chunk = [list(s) for s in sentences[lo:lo + self.batch_size]]
-            out.extend(sentence_token_logprobs(self.loaded.model, encode_all(self.vocab, chunk),
-                                               start=self.loaded.start, max_tokens=self.max_tokens))
+        for lo in range(0, len(sentences), step):
+            chunk = [list(s) for s in sentences[lo:lo + step]]
+            out.extend(score(self.loaded.model, encode_all(self.vocab, chunk), start=self.loaded.start,
+                             max_tokens=self.max_tokens))
         return out
 
     def score_sentences(self, sentences: Sequence[Sequence[str]]) -> list[float]:

@@ -57,12 +57,13 @@ def _batched(items: Sequence, batch_size: int) -> Iterable[Sequence]:
 
 
 def neural_lm_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int = 256,
-                     max_tokens: int = 4000, device: str = "cpu") -> LMScoreFn:
-    """ln p(hyp incl. </s>) under an ``nmt-lm-train`` model, each hypothesis from a fresh state."""
+                     max_tokens: int = 4000, device: str = "cpu", prefix_tree: bool = False) -> LMScoreFn:
+    """ln p(hyp incl. </s>) under an ``nmt-lm-train`` model, each hypothesis from a fresh state (with
+    ``prefix_tree``: over the hypotheses' prefix tree, each shared prefix read once)."""
     from nmt.scoring import LMScorer
 
-    return LMScorer.load(model_dir, which=which, device=device, batch_size=batch_size,
-                         max_tokens=max_tokens).score_sentences
+    return LMScorer.load(model_dir, which=which, device=device, batch_size=batch_size, max_tokens=max_tokens,
+                         prefix_tree=prefix_tree).score_sentences
 
 
 def kenlm_scorer(path: str | Path, map_unk: str | None = "auto") -> LMScoreFn:

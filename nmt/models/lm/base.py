@@ -97,6 +97,21 @@ def select_state(state: State, index: Tensor) -> State:
     return state
 
 
+def concat_states(states: list[State]) -> State:
+    """States of several batches as one, rows in the given order: the batch dimension of
+    :func:`select_state` (dim 1 of ``[layers, B, H]`` tensors, else dim 0)."""
+    first = states[0]
+    if isinstance(first, Tensor):
+        return torch.cat(states, 1 if first.dim() == 3 else 0)
+    if isinstance(first, dict):
+        return {k: concat_states([s[k] for s in states]) for k in first}
+    if isinstance(first, tuple) and hasattr(first, "_fields"):  # namedtuple
+        return type(first)(*(concat_states(list(parts)) for parts in zip(*states)))
+    if isinstance(first, (list, tuple)):
+        return type(first)(concat_states(list(parts)) for parts in zip(*states))
+    return first
+
+
 def run_lstm(lstm: nn.LSTM, x: Tensor, state: tuple[Tensor, Tensor] | None,
              lengths: Tensor | None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """Run a batch-first ``nn.LSTM``; with ``lengths`` the returned state is the one

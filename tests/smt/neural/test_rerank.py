@@ -104,12 +104,13 @@ def test_feature_values_equal_the_scorers(models, tmp_path: Path) -> None:
     assert all(v < 0 for v in expect_ken)
 
 
-def test_lm_values_match_nmt_lm_score(models, tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("tree", [[], ["--lm-prefix-tree"]], ids=["plain", "prefix-tree"])
+def test_lm_values_match_nmt_lm_score(tree, models, tmp_path: Path, capsys) -> None:
     from nmt.cli.lm_score import cli_main as score_main
 
     nb, src = _write(tmp_path)
     out = tmp_path / "out.nbest"
-    assert rerank_main(["--nbest", str(nb), "--output", str(out), "--lm", f"LSTM0={models['lm']}"]) == 0
+    assert rerank_main(["--nbest", str(nb), "--output", str(out), "--lm", f"LSTM0={models['lm']}", *tree]) == 0
     entries = [e for es in read_nbest(out).values() for e in es]
     text = tmp_path / "hyps.txt"
     text.write_text("".join(e.hypothesis + "\n" for e in entries), encoding="utf-8")
@@ -257,7 +258,8 @@ def test_weights_file_round_trip_and_errors(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("arch_flags", [["--arch", "rm", "--memory-size", "3"], ["--arch", "mogrifier", "--rounds", "2"]],
                          ids=["rmn", "mogrifier"])
-def test_rmn_and_mogrifier_lms_as_features(arch_flags, models, tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("tree", [[], ["--lm-prefix-tree"]], ids=["plain", "prefix-tree"])
+def test_rmn_and_mogrifier_lms_as_features(arch_flags, tree, models, tmp_path: Path, capsys) -> None:
     from nmt.cli.lm_score import cli_main as score_main
     from nmt.cli.lm_train import cli_main as lm_train
 
@@ -269,7 +271,7 @@ def test_rmn_and_mogrifier_lms_as_features(arch_flags, models, tmp_path: Path, c
     nb, src = _write(tmp_path)
     out = tmp_path / "out.nbest"
     assert rerank_main(["--nbest", str(nb), "--src", str(src), "--output", str(out), "--lm", f"MEM0={lm}",
-                        "--batch-size", "3"]) == 0
+                        "--batch-size", "3", *tree]) == 0
     entries = [e for es in read_nbest(out).values() for e in es]
     text = tmp_path / "hyps.txt"
     text.write_text("".join(e.hypothesis + "\n" for e in entries), encoding="utf-8")

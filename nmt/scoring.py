@@ -99,6 +99,18 @@ class PairScorer:
         distinct sources ``num_sources``. Depends only on the pairs given and the settings."""
         return self.engine.score(srcs, tgts)
 
+    def tree_log_probs(self, srcs: Sequence[Sequence[str]], tgts: Sequence[Sequence[str]]) -> list[float]:
+        """ln p(tgt | src) incl. ``</s>`` of each tokenized pair (natural log; an empty target too), in input
+        order, every target prefix shared by pairs of one source read once
+        (:func:`nmt.translation.prefix_scoring.prefix_pair_log_probs`): :meth:`score_pairs`' values up to
+        float rounding."""
+        from nmt.translation.prefix_scoring import prefix_pair_log_probs
+
+        self.model.eval()
+        return prefix_pair_log_probs(self.model, [self.src_vocab.encode(list(s)) for s in srcs],
+                                     [self.tgt_vocab.encode(list(t)) for t in tgts],
+                                     max_rows=self.engine.max_tokens)
+
     def empty_target_log_probs(self, srcs: Sequence[Sequence[str]], batch_size: int = 256) -> list[float]:
         """ln p(</s> | src) of each source (an empty target; :meth:`score_pairs` refuses an empty side)."""
         import torch

@@ -90,12 +90,15 @@ def encdec_scorer(model_dir: str | Path, *, which: str = "auto", batch_size: int
     return pair_score_fn(PairScorer.load(model_dir, which=which, device=device, max_tokens=max_tokens), batch_size)
 
 
-def pair_score_fn(scorer: Any, batch_size: int = 256) -> PairScoreFn:
-    """The pair scorer of a loaded ``nmt.scoring.PairScorer``: ln p(hyp | src) incl. </s>, empty hypotheses too."""
+def pair_score_fn(scorer: Any, batch_size: int = 256, prefix_tree: bool = False) -> PairScoreFn:
+    """The pair scorer of a loaded ``nmt.scoring.PairScorer``: ln p(hyp | src) incl. </s>, empty hypotheses too
+    (with ``prefix_tree``: each source's hypotheses over their prefix tree, ``PairScorer.tree_log_probs``)."""
 
     def score(srcs: Sequence[Sequence[str]], hyps: Sequence[Sequence[str]]) -> list[float]:
         if any(not s for s in srcs):
             raise ValueError("the encoder–decoder cannot score an empty source sentence")
+        if prefix_tree:
+            return scorer.tree_log_probs(srcs, hyps)
         out: list[float | None] = [None] * len(hyps)
         full = [i for i, h in enumerate(hyps) if h]
         empty = [i for i, h in enumerate(hyps) if not h]

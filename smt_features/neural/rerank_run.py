@@ -32,9 +32,10 @@ class RerankConfig:
     checkpoint: str = C.field("auto", help=CHECKPOINT_HELP)
     batch_size: int = C.field(256, help="hypotheses per scoring call")
     max_tokens: int = C.field(4000, help="padded tokens per forward pass inside a scoring call")
-    lm_prefix_tree: bool = C.field(False, help="read the neural LMs' hypotheses over their prefix tree, each "
-                                               "shared prefix once: faster, the same values up to float "
-                                               "rounding (docs/rerank_report.md)")
+    prefix_tree: bool = C.field(False, help="the neural LMs and encoder–decoders read the hypotheses over their "
+                                            "prefix tree (per source sentence for an encoder–decoder), each "
+                                            "shared prefix once: faster, the same values up to float rounding "
+                                            "(docs/rerank_report.md)")
     threads: int = C.field(2, help="torch intra-op threads")
     drop: list[str] = C.field([], help="feature groups of the n-best list to leave out (not tuned, not written): "
                                        "one enriched list serves systems with fewer features")
@@ -92,7 +93,7 @@ def load_model(path: str, which: str, build):
 
 def feature_specs(lm: Sequence[str] = (), kenlm: Sequence[str] = (), encdec: Sequence[str] = (), *,
                   checkpoint: str = "auto", batch_size: int = 256, max_tokens: int = 4000, device: str = "cpu",
-                  taken: Iterable[str] = (), lm_prefix_tree: bool = False) -> list[R.FeatureSpec]:
+                  taken: Iterable[str] = (), prefix_tree: bool = False) -> list[R.FeatureSpec]:
     """The scorers of ``--lm``, ``--kenlm`` and ``--encdec`` items (``NAME=PATH``), in that order; a name in
     ``taken`` (the n-best list's own features) or given twice is refused. Used by smt-rerank and the Python API."""
     specs: list[R.FeatureSpec] = []
@@ -106,13 +107,13 @@ def feature_specs(lm: Sequence[str] = (), kenlm: Sequence[str] = (), encdec: Seq
             if kind == "lm":
                 specs.append(R.FeatureSpec(name, lm=load_model(path, checkpoint, lambda: R.neural_lm_scorer(
                     path, which=checkpoint, batch_size=batch_size, max_tokens=max_tokens, device=device,
-                    prefix_tree=lm_prefix_tree))))
+                    prefix_tree=prefix_tree))))
             elif kind == "kenlm":
                 specs.append(R.FeatureSpec(name, lm=R.kenlm_scorer(path)))
             else:
                 model = load_model(path, checkpoint, lambda: PairScorer.load(path, which=checkpoint, device=device,
                                                                              max_tokens=max_tokens))
-                specs.append(R.FeatureSpec(name, pair=R.pair_score_fn(model, batch_size), model=model))
+                specs.append(R.FeatureSpec(name, pair=R.pair_score_fn(model, batch_size, prefix_tree), model=model))
     return specs
 
 
@@ -141,7 +142,7 @@ def run(cfg: RerankConfig) -> dict:
 
     specs = feature_specs(cfg.lm, cfg.kenlm, cfg.encdec, checkpoint=cfg.checkpoint, batch_size=cfg.batch_size,
                           max_tokens=cfg.max_tokens, taken={n for n, _ in entries[0].features},
-                          lm_prefix_tree=cfg.lm_prefix_tree)
+                          prefix_tree=cfg.prefix_tree)
     values = R.compute_features(entries, specs, sources)
     entries = R.add_features(entries, values)
     if cfg.drop:

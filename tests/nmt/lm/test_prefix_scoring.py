@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from nmt.data.special import BOS, EOS
-from nmt.lm.prefix_scoring import PrefixTree, prefix_token_logprobs
+from nmt.lm.prefix_scoring import prefix_token_logprobs
+from nmt.models.prefix_tree import PrefixTree
 from nmt.lm.scoring import sentence_token_logprobs
 from nmt.models.lm import build_lm
 from nmt.models.lm.base import concat_states, select_state
@@ -40,29 +41,24 @@ def nbest_like(seed: int = 0) -> list[list[int]]:
 
 def test_prefix_tree_has_one_node_per_distinct_prefix():
     sents = nbest_like()
-    tree = PrefixTree.build(sents, start=BOS)
+    tree = PrefixTree.build(sents, BOS)
     prefixes = {tuple(s[:k]) for s in sents for k in range(len(s) + 1)}
     assert len(tree.parent) == len(prefixes)
     for s, path in zip(sents, tree.paths):
         assert len(path) == len(s) + 1 and path[0] == 0 and tree.ends[path[-1]]
         assert [tree.token[v] for v in path[1:]] == s
-    for max_run in (1, 3, 100):  # every node in exactly one run, each run a chain of single children
-        runs = [run for level in tree.chains(max_run) for run in level]
-        assert sorted(v for run in runs for v in run) == list(range(len(tree.parent)))
-        assert all(len(run) <= max_run for run in runs)
-        for run in runs:
-            assert all(tree.children[a] == [b] for a, b in zip(run, run[1:]))
+    assert tree.roots == [0] and tree.predictions() == len(prefixes) - 1 + len(set(map(tuple, sents)))
 
 
 @pytest.mark.parametrize("arch,kw", [("lstm", {}), ("lstm", {"num_layers": 2}), ("rm", {}), ("rmr", {"num_layers": 2}),
                                      ("mogrifier", {})])
-@pytest.mark.parametrize("max_run", [1, 4])
-def test_prefix_scores_equal_sentence_scores(arch, kw, max_run):
+@pytest.mark.parametrize("max_tokens", [7, 1000])
+def test_prefix_scores_equal_sentence_scores(arch, kw, max_tokens):
     model = model_of(arch, **kw)
-    sents = nbest_like(seed=len(arch) + max_run)
+    sents = nbest_like(seed=len(arch) + max_tokens)
     for start in (BOS, EOS):
         ref = sentence_token_logprobs(model, sents, start=start, max_tokens=50)
-        got = prefix_token_logprobs(model, sents, start=start, max_tokens=7, max_run=max_run)  # many batches
+        got = prefix_token_logprobs(model, sents, start=start, max_tokens=max_tokens)  # 7: many batches a level
         assert len(got) == len(sents)
         for r, g in zip(ref, got):
             assert g.shape == r.shape

@@ -77,7 +77,7 @@ def batch_decode(files, tokens: Path, out: Path, threads: int) -> dict:
             "peak_rss_mb": round(memory.peak_rss / 1024), "peak_pss_mb": round(memory.peak_pss / 1024)}
 
 
-def batch_chain(files, tokens: Path, tmp: Path, threads: int) -> tuple[dict, list[list[str]]]:
+def batch_chain(files, tokens: Path, tmp: Path, threads: int, prefix_tree: bool) -> tuple[dict, list[list[str]]]:
     """The recipe's chain for a reranked row; returns its figures and its tokenized 1-best."""
     nb, feat, best = tmp / "chain.nbest", tmp / "chain.feat.gz", tmp / "chain.best"
     t0 = time.perf_counter()
@@ -87,7 +87,7 @@ def batch_chain(files, tokens: Path, tmp: Path, threads: int) -> tuple[dict, lis
     models = (["--lm", *files.lm] if files.lm else []) + (["--kenlm", *files.kenlm] if files.kenlm else []) + \
         (["--encdec", *files.encdec] if files.encdec else [])
     run_timed([str(BIN / "smt-rerank"), "--nbest", str(nb), "--src", str(tokens), "--output", str(feat), *models,
-               "--threads", "1", "--checkpoint", files.checkpoint])
+               "--threads", "1", "--checkpoint", files.checkpoint, *(["--prefix-tree"] if prefix_tree else [])])
     run_timed([str(BIN / "smt-rerank"), "--nbest", str(feat), "--src", str(tokens), "--weights",
                         str(files.rerank_weights), "--one-best", str(best)])
     wall = time.perf_counter() - t0
@@ -193,14 +193,35 @@ def percentile(values: list[float], p: int) -> float:
     return round(statistics.quantiles(values, n=100)[p - 1], 3)
 
 
-def start_server(args, system: str) -> tuple[subprocess.Popen, str]:
+def start_server(args, system: str, prefix_tree: bool) -> tuple[subprocess.Popen, str]:
     cmd = [str(BIN / "smt-serve"), "--work", str(args.work), "--system", system, "--run", str(args.run), "--port", "0",
-           "--threads", str(args.threads), "--max-sentences", "64"]
+           "--threads", str(args.threads), "--max-sentences", "64", "--prefix-tree", str(prefix_tree).lower()]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:
         if "smt-serve: serving" in line:
             return proc, line.split(" on ")[1].split("/ ")[0].rstrip("/")
     raise SystemExit(f"serve_load: smt-serve did not start: {' '.join(cmd)}")
+
+
+def serve(args, system: str, raw: list[str], reference: list[str], prefix_tree: bool) -> dict:
+    """The server's passes at every ``--clients`` count: their figures, its peak memory and exit status."""
+    proc, url = start_server(args, system, prefix_tree)
+    memory = TreeMemory(proc.pid)
+    out: dict = {"prefix_tree": prefix_tree, "passes": []}
+    try:
+        asyncio.run(clients(url, raw[:1], 1, memory))  # warm-up
+        for n in args.clients:
+            res = asyncio.run(clients(url, raw, n, memory))
+            res["same_as_batch"] = sum(a == b for a, b in zip(res.pop("answers"), reference))
+            out["passes"].append(res)
+            print(f"[serve_load] {system} (prefix tree {prefix_tree}): {n} client(s): {res['sentences_per_s']} "
+                  f"sentences/s, p50 {res['p50_s']} s, p95 {res['p95_s']} s, {res['failed']} failed, "
+                  f"{res['same_as_batch']}/{len(raw)} as batch", file=sys.stderr, flush=True)
+    finally:
+        proc.terminate()
+        out["exit"] = proc.wait(timeout=300)
+    out["peak_rss_mb"], out["peak_pss_mb"] = round(memory.peak_rss / 1024), round(memory.peak_pss / 1024)
+    return out
 
 
 def measure(args, system: str, raw: list[str], tmp: Path) -> dict:
@@ -214,43 +235,37 @@ def measure(args, system: str, raw: list[str], tmp: Path) -> dict:
     out: dict = {"system": system, "run": args.run, "sentences": len(raw), "threads": args.threads}
     before = batch_decode(files, tokens, tmp / "before.out", args.threads)
     if files.reranked:
-        out["batch_chain"], best = batch_chain(files, tokens, tmp, args.threads)
+        out["batch_chain"], best = batch_chain(files, tokens, tmp, args.threads, args.prefix_tree != "false")
     else:
         best = [line.split() for line in (tmp / "before.out").read_text(encoding="utf-8").split("\n")[:-1]]
     reference = [text.target_text(b) for b in best]
-    proc, url = start_server(args, system)
-    memory = TreeMemory(proc.pid)
-    try:
-        asyncio.run(clients(url, raw[:1], 1, memory))  # warm-up
-        out["server"] = []
-        for n in args.clients:
-            res = asyncio.run(clients(url, raw, n, memory))
-            res["same_as_batch"] = sum(a == b for a, b in zip(res.pop("answers"), reference))
-            out["server"].append(res)
-            print(f"[serve_load] {system}: {n} client(s): {res['sentences_per_s']} sentences/s, p50 {res['p50_s']} s, "
-                  f"p95 {res['p95_s']} s, {res['failed']} failed, {res['same_as_batch']}/{len(raw)} as batch",
-                  file=sys.stderr, flush=True)
-    finally:
-        proc.terminate()
-        out["server_exit"] = proc.wait(timeout=300)
-    out["server_peak_rss_mb"], out["server_peak_pss_mb"] = round(memory.peak_rss / 1024), round(memory.peak_pss / 1024)
+    variants = {"true": [True], "false": [False], "both": [False, True]}[args.prefix_tree] if files.reranked else [True]
+    out["servers"] = [serve(args, system, raw, reference, tree) for tree in variants]
     after = batch_decode(files, tokens, tmp / "after.out", args.threads)
     out["batch_decode"] = {"before": before, "after": after,
                            "sentences_per_s": round((before["sentences_per_s"] + after["sentences_per_s"]) / 2, 3)}
-    at8 = next((r for r in out["server"] if r["clients"] == 8), None)
-    if at8:
-        out["server8_over_batch_decode"] = round(at8["sentences_per_s"] / out["batch_decode"]["sentences_per_s"], 3)
+    for server in out["servers"]:
+        at8 = next((r for r in server["passes"] if r["clients"] == 8), None)
+        if at8:
+            server["at8_over_batch_decode"] = round(at8["sentences_per_s"] / out["batch_decode"]["sentences_per_s"], 3)
     return out
 
 
 def table(results: list[dict]) -> str:
     rows = ["| system | clients | sentences/s | p50 latency (s) | p95 latency (s) | failed | same as batch | "
             "CPU ms / sentence | peak RSS / PSS (MB) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    goals = []
     for r in results:
-        for s in r["server"]:
-            rows.append(f"| {r['system']} | {s['clients']} | {s['sentences_per_s']:.2f} | {s['p50_s']:.3f} | "
-                        f"{s['p95_s']:.3f} | {s['failed']} | {s['same_as_batch']}/{s['sentences']} | "
-                        f"{s['cpu_ms_per_sentence']} | {r['server_peak_rss_mb']} / {r['server_peak_pss_mb']} |")
+        for server in r["servers"]:
+            name = r["system"] + (f" (prefix tree {str(server['prefix_tree']).lower()})" if len(r["servers"]) > 1
+                                  else "")
+            for s in server["passes"]:
+                rows.append(f"| {name} | {s['clients']} | {s['sentences_per_s']:.2f} | {s['p50_s']:.3f} | "
+                            f"{s['p95_s']:.3f} | {s['failed']} | {s['same_as_batch']}/{s['sentences']} | "
+                            f"{s['cpu_ms_per_sentence']} | {server['peak_rss_mb']} / {server['peak_pss_mb']} |")
+            goals.append(f"- {name}: server at 8 clients / batch smt-decode = {server.get('at8_over_batch_decode')} "
+                         f"(goal ≥ 0.8); failed requests: {sum(s['failed'] for s in server['passes'])} (goal 0); "
+                         f"server exit status {server['exit']}")
         b = r["batch_decode"]
         rows.append(f"| {r['system']} | batch smt-decode | {b['sentences_per_s']:.2f} (before {b['before']['sentences_per_s']:.2f}, "
                     f"after {b['after']['sentences_per_s']:.2f}; loading excluded) | | | | | "
@@ -259,11 +274,7 @@ def table(results: list[dict]) -> str:
         if "batch_chain" in r:
             rows.append(f"| {r['system']} | batch chain | {r['batch_chain']['sentences_per_s']:.2f} (decode + rerank, "
                         "loading included) | | | | | | |")
-    lines = "\n".join(rows)
-    goals = "\n".join(f"- {r['system']}: server at 8 clients / batch smt-decode = {r.get('server8_over_batch_decode')} "
-                      f"(goal ≥ 0.8); failed requests: {sum(s['failed'] for s in r['server'])} (goal 0); "
-                      f"server exit status {r['server_exit']}" for r in results)
-    return lines + "\n\n" + goals
+    return "\n".join(rows) + "\n\n" + "\n".join(goals)
 
 
 def main() -> None:
@@ -275,6 +286,9 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=0, help="the first N sentences (0 = all)")
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--threads", type=int, default=2, help="decoder processes, batch and server alike")
+    ap.add_argument("--prefix-tree", choices=("true", "false", "both"), default="true",
+                    help="a reranked row's neural features over each n-best list's prefix tree (smt-serve "
+                         "--prefix-tree, its default; the batch chain's smt-rerank alike); both: the server twice")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
     raw = read_raw(args.test, args.sentences)

@@ -15,7 +15,7 @@
 #                            --lm-corpus NAME [--quick] [--encdec DIR] [--mert-runs N] [--threads N]
 #                            [--lm-text "TRAIN VALID TEST"] [--lm-epochs N] [--lm-max-updates N]
 #                            [--nbest N] [--dev SPLIT] [--tests "A B"] [--rows "lstm rmn mog all rnnsearch allrs"]
-#                            [--rnnsearch DIR] [--optimizer mert|kbmira|pro]
+#                            [--rnnsearch DIR] [--optimizer mert|kbmira|pro] [--prefix-tree true|false]
 # --config: the recipe's config (its smt[_quick] section: rerank_nbest, and dev/tests unless given).
 # --encdec: the encoder–decoder of the sentence-level feature (default: the phrase model of rnn_rescore.sh).
 # --nbest: the list size (default: the config's smt.rerank_nbest, --quick: smt_quick.rerank_nbest).
@@ -26,6 +26,9 @@
 # --optimizer: how each row's weights are tuned on the dev list (smt-rerank --tune --optimizer; default mert). Any
 # other optimiser reuses the lists and writes its rows to WORK/<row>.OPTIMIZER.R and its summary (scores.md,
 # results/, examples.*) to WORK/by_optimizer/OPTIMIZER/: MERT, kbMIRA and PRO compared on the same n-best lists.
+# --prefix-tree: the neural features read each sentence's n-best list over its prefix tree, each shared prefix once
+# (smt-rerank --prefix-tree; default true: the same values up to float rounding, 2-4x faster, docs/rerank_report.md);
+# false: every hypothesis whole, as the tables before 2026-12-07 were made.
 # Used by recipes/lib/experiment.sh and recipes/multi30k_enfr/lm_rerank.sh.
 # Outputs: WORK/{baseline,rnnwp}.R/*.nbest(.feat.gz), WORK/<row>.R/*, WORK/scores.md, WORK/examples.md,
 #   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
@@ -49,6 +52,7 @@ lm_text=""
 lm_epochs=""
 lm_max_updates=""
 optimizer=mert
+prefix_tree=true
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -67,6 +71,7 @@ while [ $# -gt 0 ]; do
     --lm-epochs) lm_epochs=$2; shift ;;
     --lm-max-updates) lm_max_updates=$2; shift ;;
     --optimizer) optimizer=$2; shift ;;
+    --prefix-tree) prefix_tree=$2; shift ;;
     *) unknown_option "$1" ;;
   esac
   shift
@@ -80,6 +85,9 @@ grep -qwE "lstm|rmn|mog|all|allrs" <<< "$rows" && need_lms=1
 if grep -qwE "rnnsearch|allrs" <<< "$rows"; then
   [ -n "$rnnsearch" ] || { echo "lm_rerank.sh: the rnnsearch and allrs rows need --rnnsearch DIR (an nmt-train model)" >&2; exit 2; }
 fi
+case $prefix_tree in true | false) ;;
+  *) echo "lm_rerank.sh: --prefix-tree must be true or false, not '$prefix_tree'" >&2; exit 2 ;;
+esac
 case $optimizer in mert) osuffix="" ;; kbmira | pro) osuffix=.$optimizer ;;
   *) echo "lm_rerank.sh: --optimizer must be mert, kbmira or pro, not '$optimizer'" >&2; exit 2 ;;
 esac
@@ -142,20 +150,20 @@ for base in $bases; do
       if [ $base = rnnwp.rnnsearch ] && [ ! -f "$d/$s.nbest.feat.gz" ]; then
         echo "== $base run $r: $s: RNNsearch's ln p(hyp | source) added to the rnnwp list"
         "$bin/smt-rerank" --nbest "$work/rnnwp.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
-          --encdec "RNNS0=$rnnsearch" --threads "$threads"
+          --encdec "RNNS0=$rnnsearch" --threads "$threads" --prefix-tree "$prefix_tree"
       elif [ $base = baseline.rnnsearch ] && [ ! -f "$d/$s.nbest.feat.gz" ] && [ -f "$work/baseline.$r/$s.nbest.feat.gz" ]; then
         # the Baseline's list of the same run is already decoded (for the LM rows): the same hypotheses, its LM
         # features dropped and RNNsearch's added, instead of decoding it again
         echo "== $base run $r: $s: RNNsearch's ln p(hyp | source) added to the baseline list (its LM features dropped)"
         "$bin/smt-rerank" --nbest "$work/baseline.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
-          --drop LSTM0 RMN0 MOG0 --encdec "RNNS0=$rnnsearch" --threads "$threads"
+          --drop LSTM0 RMN0 MOG0 --encdec "RNNS0=$rnnsearch" --threads "$threads" --prefix-tree "$prefix_tree"
       elif [ ! -f "$d/$s.nbest.feat.gz" ]; then
         tuned_ini "$base" "$r"
         echo "== $base run $r: $s $nbest-best list and its neural features"
         "$bin/smt-decode" --moses-ini "$ini" --input "$t/$s.en" --output "$d/$s.1best" \
           --n-best-list "$d/$s.nbest" "$nbest" --threads "$threads" --progress false
         "$bin/smt-rerank" --nbest "$d/$s.nbest" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
-          "${features[@]}" --threads "$threads"
+          "${features[@]}" --threads "$threads" --prefix-tree "$prefix_tree"
         rm -f "$d/$s.nbest"
       fi
     done

@@ -111,6 +111,7 @@ def pair_score_fn(scorer: Any, batch_size: int = 256, prefix_tree: bool = False)
             out[i] = v
         return out  # type: ignore[return-value]
 
+    score.prefix_tree = prefix_tree  # type: ignore[attr-defined]  # which path it takes (for callers and tests)
     return score
 
 

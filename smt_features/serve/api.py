@@ -97,14 +97,16 @@ class System:
              batch_size: int = 256, max_tokens: int = 4000, lm_max_tokens: int = 256, optimizer: str = "mert",
              encdec: str | Path | None = None, rnnsearch: str | Path | None = None,
              nbest_size: int | None = None, decode: DecodeConfig | None = None,
-             torch_threads: int | None = None) -> "System":
+             torch_threads: int | None = None, prefix_tree: bool = True) -> "System":
         """Load row ``system`` of run ``run`` of the experiment in ``work`` (:func:`~smt_features.serve.layout.
         from_work`), or the explicit ``files``. ``threads``: decoder worker processes; ``word_alignment``: read
         the phrase pairs' alignments (for traces); ``decode``: smt-decode's search options (its moses_ini is
         replaced); ``max_tokens`` / ``lm_max_tokens``: padded tokens per forward pass of the encoder–decoders / the
         LMs (an LM's softmax over the whole vocabulary is cheapest per token in small passes that stay in the
         CPU's caches); ``torch_threads``: torch's threads for the neural scorers (1 when the decoder's workers
-        take the other cores: more threads then wait on each other). A file that cannot be loaded raises naming it."""
+        take the other cores: more threads then wait on each other); ``prefix_tree``: the neural features read each
+        sentence's n-best list over its prefix tree, each shared prefix once (smt-rerank --prefix-tree: the same
+        values up to float rounding, several times faster). A file that cannot be loaded raises naming it."""
         if files is None:
             if work is None:
                 raise UsageError("give an experiment work folder or the system's files")
@@ -132,7 +134,8 @@ class System:
 
                 set_threads(torch_threads)
             specs, weights, attention = cls._load_reranking(files, decoder, device, batch_size,
-                                                            {"lm": lm_max_tokens, "kenlm": 0, "encdec": max_tokens})
+                                                            {"lm": lm_max_tokens, "kenlm": 0, "encdec": max_tokens},
+                                                            prefix_tree)
         except BaseException:
             pool.close()
             raise
@@ -142,7 +145,8 @@ class System:
 
     @staticmethod
     def _load_reranking(files: SystemFiles, decoder: Decoder, device: str, batch_size: int,
-                        max_tokens: dict[str, int]) -> tuple[list[R.FeatureSpec], Weights | None, str | None]:
+                        max_tokens: dict[str, int], prefix_tree: bool = True,
+                        ) -> tuple[list[R.FeatureSpec], Weights | None, str | None]:
         """The neural features (in smt-rerank's order), the reranking weights, the attention model's feature."""
         if files.rerank_weights is None:
             return [], None, None
@@ -156,7 +160,8 @@ class System:
                     path = str(resolve_checkpoint(path, files.checkpoint))  # a missing one: FileNotFoundError
                 with loading(path, f"the {kind} model"):
                     specs += feature_specs(**{kind: [item]}, checkpoint=files.checkpoint, batch_size=batch_size,
-                                           max_tokens=max_tokens[kind], device=device, taken=taken)
+                                           max_tokens=max_tokens[kind], device=device, taken=taken,
+                                           prefix_tree=prefix_tree)
                 taken.append(specs[-1].name)
         missing = [n for n in taken if n not in weights]
         if missing:

@@ -54,6 +54,9 @@ class ServeConfig:
                                          "other cores)")
     lm_max_tokens: int = C.field(256, help="padded tokens per forward pass of a neural LM (small passes are "
                                            "cheaper per token on a CPU)")
+    prefix_tree: bool = C.field(True, help="the neural features read each sentence's n-best list over its prefix "
+                                           "tree, each shared prefix once (smt-rerank --prefix-tree; false: every "
+                                           "hypothesis whole, as smt-rerank's default)")
     word_alignment: bool = C.field(True, help="read the phrase table's word alignments at start (for traces)")
     batch_window_ms: float = C.field(5.0, help="collect requests this long into one batch")
     max_batch_sentences: int = C.field(64, help="sentences in one batch at most")
@@ -104,7 +107,8 @@ def run(cfg: ServeConfig) -> int:
     """Load the system, serve it until SIGTERM / SIGINT, return the exit status (0)."""
     files = system_files(cfg)
     system = System.load(files=files, threads=cfg.threads, word_alignment=cfg.word_alignment,
-                         torch_threads=cfg.torch_threads, lm_max_tokens=cfg.lm_max_tokens)
+                         torch_threads=cfg.torch_threads, lm_max_tokens=cfg.lm_max_tokens,
+                         prefix_tree=cfg.prefix_tree)
     try:
         return asyncio.run(_serve(cfg, system, limits_of(cfg, system)))
     finally:

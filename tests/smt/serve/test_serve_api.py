@@ -102,6 +102,30 @@ def test_baseline_is_smt_decode(baseline: System, work: Path, tmp_path: Path) ->
     assert pair == [(0, 1), (1, 0)] and baseline.alignments.lookup(["s1"], ["t9"]) == []
 
 
+def test_prefix_tree_is_the_plain_scoring(full: System, work: Path) -> None:
+    """The served neural features (over each n-best list's prefix tree, the default) = every hypothesis scored whole
+    (``prefix_tree=False``, smt-rerank's default), up to float rounding: the same lists, order and 1-bests."""
+    def tree_flags(system: System) -> list[bool]:
+        return [s.pair.prefix_tree if s.pair else s.lm.__self__.prefix_tree for s in system.specs
+                if s.pair or hasattr(s.lm, "__self__")]
+
+    assert tree_flags(full) == [True] * 5
+    tree = full.translate(RAW, nbest=NBEST, scores=True)
+    with System.load(work, system="+all+RNNsearch", threads=1, prefix_tree=False) as plain_system:
+        assert tree_flags(plain_system) == [False] * 5
+        plain = plain_system.translate(RAW, nbest=NBEST, scores=True)
+    neural = {"LSTM0", "RMN0", "MOG0", "RNN0", "RNNS0"}
+    for t, p in zip(tree, plain):
+        assert t.translation == p.translation and [h.tokens for h in t.nbest] == [h.tokens for h in p.nbest]
+        for ht, hp in zip(t.nbest, p.nbest):
+            ft = {f.name: f.values for f in ht.features if f.name in neural}
+            fp = {f.name: f.values for f in hp.features if f.name in neural}
+            assert set(ft) == neural and ft.keys() == fp.keys()
+            for name in neural:
+                assert all(math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-4) for a, b in zip(ft[name], fp[name])), name
+            assert math.isclose(ht.total, hp.total, rel_tol=1e-5, abs_tol=1e-5)
+
+
 def test_reranked_system_is_the_recipe_chain(full: System, work: Path, tmp_path: Path) -> None:
     """+all+RNNsearch = smt-decode N-best → smt-rerank (LMs, RNN0) → smt-rerank (RNNS0) → smt-rerank --weights
     --one-best → detruecase → detokenize, as recipes/lib/lm_rerank.sh runs it."""

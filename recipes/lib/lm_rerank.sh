@@ -27,8 +27,8 @@
 # other optimiser reuses the lists and writes its rows to WORK/<row>.OPTIMIZER.R and its summary (scores.md,
 # results/, examples.*) to WORK/by_optimizer/OPTIMIZER/: MERT, kbMIRA and PRO compared on the same n-best lists.
 # --prefix-tree: the neural features read each sentence's n-best list over its prefix tree, each shared prefix once
-# (smt-rerank --prefix-tree; default true: the same values up to float rounding, 2-4x faster, docs/rerank_report.md);
-# false: every hypothesis whole, as the tables before 2026-12-07 were made.
+# (smt-rerank --prefix-tree; default: the config's smt.rerank_prefix_tree, else true: the same values up to float
+# rounding, 2-4x faster, docs/rerank_report.md); false: every hypothesis whole, as the tables before 2026-12-07 were made.
 # Used by recipes/lib/experiment.sh and recipes/multi30k_enfr/lm_rerank.sh.
 # Outputs: WORK/{baseline,rnnwp}.R/*.nbest(.feat.gz), WORK/<row>.R/*, WORK/scores.md, WORK/examples.md,
 #   WORK/results/*.json (the smt-report layout). Reruns reuse finished steps.
@@ -52,7 +52,7 @@ lm_text=""
 lm_epochs=""
 lm_max_updates=""
 optimizer=mert
-prefix_tree=true
+prefix_tree=""
 while [ $# -gt 0 ]; do
   if common_option "$@"; then shift "$taken"; continue; fi
   case "$1" in
@@ -85,13 +85,15 @@ grep -qwE "lstm|rmn|mog|all|allrs" <<< "$rows" && need_lms=1
 if grep -qwE "rnnsearch|allrs" <<< "$rows"; then
   [ -n "$rnnsearch" ] || { echo "lm_rerank.sh: the rnnsearch and allrs rows need --rnnsearch DIR (an nmt-train model)" >&2; exit 2; }
 fi
-case $prefix_tree in true | false) ;;
-  *) echo "lm_rerank.sh: --prefix-tree must be true or false, not '$prefix_tree'" >&2; exit 2 ;;
-esac
 case $optimizer in mert) osuffix="" ;; kbmira | pro) osuffix=.$optimizer ;;
   *) echo "lm_rerank.sh: --optimizer must be mert, kbmira or pro, not '$optimizer'" >&2; exit 2 ;;
 esac
 quick_suffix
+prefix_tree=${prefix_tree:-$(config_value "$cfg:smt$suffix" rerank_prefix_tree 2> /dev/null || true)}
+prefix_tree=${prefix_tree:-true}
+case ${prefix_tree,,} in true | false) prefix_tree=${prefix_tree,,} ;;
+  *) echo "lm_rerank.sh: --prefix-tree (smt.rerank_prefix_tree) must be true or false, not '$prefix_tree'" >&2; exit 2 ;;
+esac
 nbest=${nbest:-$(config_value "$cfg:smt$suffix" rerank_nbest)}
 dev=${dev:-$(config_value "$cfg:smt$suffix" dev)}
 tests=${tests:-$(config_value "$cfg:smt$suffix" tests)}

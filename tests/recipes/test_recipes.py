@@ -165,6 +165,19 @@ def test_lm_rerank_refuses_an_unknown_optimizer(tmp_path: Path) -> None:
     assert not (tmp_path / "rerank").exists()
 
 
+def test_lm_rerank_refuses_a_bad_prefix_tree_value(tmp_path: Path) -> None:
+    """lm_rerank.sh --prefix-tree (or the config's smt.rerank_prefix_tree): true or false; anything else stops
+    before any work (exit 2)."""
+    proc = subprocess.run(["bash", "recipes/lib/lm_rerank.sh", "--config", "recipes/experiment/multi30k.yaml",
+                           "--smt-work", str(tmp_path / "smt"), "--rnn-work", str(tmp_path / "rnn"), "--lm-work",
+                           str(tmp_path / "lm"), "--work", str(tmp_path / "rerank"), "--rows", "rnnsearch",
+                           "--rnnsearch", "m", "--prefix-tree", "maybe"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=ENV)
+    assert proc.returncode == 2 and "--prefix-tree (smt.rerank_prefix_tree) must be true or false, not 'maybe'" \
+        in proc.stderr
+    assert not (tmp_path / "rerank").exists()
+
+
 def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     """recipes/experiment/run.sh CONFIG with RECIPE_DRY_RUN=1: the plan of a config naming plain PREFIX.LANG
     files (set names = the prefixes' base names, any number of tests, only the stages the systems need), and

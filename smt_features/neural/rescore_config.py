@@ -40,7 +40,8 @@ class RescoreConfig:
     threads: int = field(2, help="torch intra-op threads, shared among --processes")
     processes: int = field(1, help="worker processes, each scoring whole windows (results merged in order)")
     device: str = field("cpu", help="cpu or cuda[:i]")
-    amp: str = field("none", help="autocast: none, bf16 (CPU or GPU) or fp16 (GPU)")
+    amp: str = field("none", help="autocast: none, bf16 (CPU or GPU) or fp16 (GPU); bf16 cost the Multi30k +RNN row "
+                                  "its gain on test_2017 (docs/rescore.md): none for tables that are tuned")
     shard: str = field("", help="'i/N': rescore only the i-th of N line-range shards (0-based)")
     resume: bool = field(False, help="commit the output chunk by chunk under OUTPUT.parts/ and continue an "
                                      "interrupted run")

@@ -9,7 +9,7 @@
 #   recipes/lib/rnn_rescore.sh --config YAML --smt-work DIR --work DIR [--quick] [--model DIR]
 #                              [--mert-runs N] [--threads N] [--systems "rnn rnnwp"] [--tag TAG]
 #                              [--vocab K] [--device D] [--dev SPLIT] [--tests "A B"] [--tune-flags "..."]
-#                              [--filter-sets "A B"] [--train-flags "..."] [--reverse] [--reverse-model DIR]
+#                              [--filter-sets "A B"] [--train-flags "..."] [--reverse | --no-reverse] [--reverse-model DIR]
 #                              [--rescore-flags "..."] [--checkpoint WHICH] [--average "NAMES"]
 #                              [--stop-after rescore]
 # --config: the recipe's config.yaml (its train_phrases[_quick] section trains the phrase model; its
@@ -30,7 +30,8 @@
 # --train-flags "...": extra nmt-train flags for the phrase model(s) (e.g. "--max-epochs 3 --max-updates 0
 #   --phrase-pairs count --preset cho2014"; docs/phrase_score.md).
 # --reverse: also train the reverse model p(f|e) (nmt-train --reverse, same settings, WORK/phrase_model.reverse)
-#   and append its score; --reverse-model DIR: take that reverse model instead.
+#   and append its score; --reverse-model DIR: take that reverse model instead; default: the config's
+#   smt.phrase_reverse (true: as --reverse; recipes/wmt_small, docs/phrase_score.md), else none; --no-reverse: none.
 # --rescore-flags "...": extra smt-rescore flags (e.g. --length-normalize; a --checkpoint there wins, being later).
 # --checkpoint WHICH: the phrase model's checkpoint that scores the table (default: the config's phrase_checkpoint).
 # --average "NAMES": score with the mean of the phrase model's checkpoints NAMES instead (e.g. "epoch1 epoch2 last";
@@ -57,7 +58,7 @@ tests=""
 tune_extra=""
 filter_sets=""
 train_extra=""
-reverse=0
+reverse=""
 reverse_model=""
 rescore_extra=""
 checkpoint=""
@@ -79,6 +80,7 @@ while [ $# -gt 0 ]; do
     --filter-sets) filter_sets=$2; shift ;;
     --train-flags) train_extra=$2; shift ;;
     --reverse) reverse=1 ;;
+    --no-reverse) reverse=0 ;;
     --reverse-model) reverse_model=$2; shift ;;
     --rescore-flags) rescore_extra=$2; shift ;;
     --checkpoint) checkpoint=$2; shift ;;
@@ -91,7 +93,7 @@ done
 [ -n "$cfg" ] && [ -n "$smt" ] && [ -n "$work" ] || \
   { echo "rnn_rescore.sh: give --config YAML, --smt-work DIR (smt_baseline.sh's) and --work DIR" >&2; exit 2; }
 case $stop_after in "" | rescore) ;; *) echo "rnn_rescore.sh: --stop-after takes 'rescore', not '$stop_after'" >&2; exit 2 ;; esac
-[ $reverse = 0 ] || [ -z "$reverse_model" ] || { echo "rnn_rescore.sh: give --reverse or --reverse-model, not both" >&2; exit 2; }
+[ "$reverse" != 1 ] || [ -z "$reverse_model" ] || { echo "rnn_rescore.sh: give --reverse or --reverse-model, not both" >&2; exit 2; }
 [ -f "$smt/model/moses.ini" ] || { echo "rnn_rescore.sh: no $smt/model/moses.ini: run smt_baseline.sh first" >&2; exit 1; }
 smt_cfg=$cfg:smt$([ $quick = 1 ] && echo _quick || true)
 dev=${dev:-$(config_value "$smt_cfg" dev)}
@@ -102,6 +104,16 @@ checkpoint=${checkpoint:-$(config_value "$smt_cfg" phrase_checkpoint 2> /dev/nul
 checkpoint=${checkpoint:-auto}
 # or the mean of several of its checkpoints (smt-rescore then reads that one file)
 [ "$average" != unset ] || average=$(config_value "$smt_cfg" phrase_average 2> /dev/null || true)
+# the reverse model p(f|e) too: --reverse / --no-reverse / --reverse-model, else the config's phrase_reverse
+if [ -z "$reverse" ]; then
+  reverse=0
+  if [ -z "$reverse_model" ]; then
+    from_config=$(config_value "$smt_cfg" phrase_reverse 2> /dev/null || true)
+    case ${from_config,,} in true) reverse=1 ;; "" | false) ;;
+      *) echo "rnn_rescore.sh: smt.phrase_reverse must be true or false, not '$from_config'" >&2; exit 2 ;;
+    esac
+  fi
+fi
 max_iter=$(config_value "$smt_cfg" mert_max_iterations)
 tune_flags=(--nbest "$(config_value "$smt_cfg" mert_nbest)" ${max_iter:+--max-iterations "$max_iter"})
 mert_flags=$(config_value "$smt_cfg" mert_flags)

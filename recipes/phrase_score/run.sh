@@ -99,7 +99,8 @@ run_row() {  # run_row ROW: the row's rnn_rescore.sh (log: WORK/ROW.log)
               --filter-sets "$dev $tests" --model "$work/models/$(value rows "$row" model)"
               ${tc[@]+"${tc[@]}"} $(quick_flag $quick))
   rev=$(value rows "$row" reverse_model)
-  [ -z "$rev" ] || args+=(--reverse-model "$work/models/$rev")
+  # a row without a reverse model has none (whatever the experiment's smt.phrase_reverse says)
+  if [ -n "$rev" ]; then args+=(--reverse-model "$work/models/$rev"); else args+=(--no-reverse); fi
   # the row scores with the mean of these checkpoints (of both models), or none (the experiment's smt.phrase_average)
   args+=(--average "$(value rows "$row" average)")
   # the rows score with the best-by-dev-loss checkpoint (auto), not the experiment's smt.phrase_checkpoint, unless

@@ -292,6 +292,51 @@ def test_rnn_rescore_scores_the_table_with_the_configs_checkpoint(tmp_path: Path
     assert not (tmp_path / "work" / "phrase-table.rnn.gz").exists()   # a dry run runs nothing
 
 
+def test_rnn_rescore_reverse_model_from_the_config(tmp_path: Path) -> None:
+    """smt.phrase_reverse: true trains the reverse model p(f|e) beside the forward one (train_phrase_model …
+    --reverse into WORK/phrase_model.reverse) and smt-rescore appends its score; --no-reverse or --reverse-model win over the
+    config; a value other than true/false stops before any work."""
+    smt = tmp_path / "smt"
+    (smt / "model").mkdir(parents=True)
+    (smt / "model" / "moses.ini").write_text("", encoding="utf-8")
+    for lang in ("en", "fr"):
+        (smt / "data").mkdir(exist_ok=True)
+        (smt / "data" / f"vocab.{lang}.tsv").write_text("<pad>\t0\n<unk>\t0\n<s>\t0\n</s>\t0\nw\t3\n",
+                                                        encoding="utf-8")
+    cfg = tmp_path / "cfg.yaml"
+    fwd, rev = tmp_path / "fwd", tmp_path / "rev"
+
+    def plan(reverse: str, *extra: str) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
+        cfg.write_text("train_phrases:\n  preset: tiny\nsmt:\n  dev: val\n  tests: test\n  mert_nbest: 10\n"
+                       f"  mert_max_iterations:\n  mert_flags:\n  phrase_vocab: full\n{reverse}", encoding="utf-8")
+        proc = subprocess.run(["bash", "recipes/lib/rnn_rescore.sh", "--config", str(cfg), "--smt-work", str(smt),
+                               "--work", str(tmp_path / "work"), "--threads", "1", "--stop-after", "rescore",
+                               "--model", str(fwd), *extra],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+        return proc, [shlex.split(line[2:]) for line in proc.stdout.splitlines() if line.startswith("+ ")]
+
+    def reverse_of(steps: list[list[str]]) -> list[str]:
+        rescore = [s for s in steps if s[0].endswith("smt-rescore")][0]
+        return rescore[rescore.index("--reverse-model") + 1:][:1] if "--reverse-model" in rescore else []
+
+    proc, steps = plan("  phrase_reverse: true\n")
+    assert proc.returncode == 0, proc.stderr
+    trains = [s for s in steps if s[0] == "train_phrase_model"]   # common.sh's nmt-train of a phrase model
+    assert len(trains) == 1 and trains[0][-1] == "--reverse"
+    assert trains[0][5] == str(tmp_path / "work" / "phrase_model.reverse")   # its output folder
+    assert reverse_of(steps) == [str(tmp_path / "work" / "phrase_model.reverse")]
+    for extra in (["--no-reverse"], []):   # --no-reverse, or a config without the key (or false): no reverse model
+        proc, steps = plan("  phrase_reverse: true\n" if extra else "  phrase_reverse: false\n", *extra)
+        assert proc.returncode == 0 and not [s for s in steps if s[0] == "train_phrase_model"]
+        assert not reverse_of(steps)
+    proc, steps = plan("  phrase_reverse: true\n", "--reverse-model", str(rev))
+    assert proc.returncode == 0 and reverse_of(steps) == [str(rev)]
+    assert not [s for s in steps if s[0] == "train_phrase_model"]
+    proc, _ = plan("  phrase_reverse: maybe\n")
+    assert proc.returncode == 2 and "smt.phrase_reverse must be true or false, not 'maybe'" in proc.stderr
+    assert not (tmp_path / "work" / "phrase-table.rnn.gz").exists()
+
+
 def test_rnn_rescore_averages_the_checkpoints_the_config_names(tmp_path: Path) -> None:
     """smt.phrase_average (or --average NAMES): nmt-average-checkpoints writes MODEL/checkpoint_avg_….pt from
     those checkpoints of the forward and the reverse model, and smt-rescore reads those two files."""

@@ -38,11 +38,9 @@ REF_LENGTH_POLICIES = ("closest", "shortest", "average")
 def ngram_counts(tokens: Sequence[str], order: int = ORDER) -> Counter:
     """Counts of all n-grams (tuples) of ``tokens`` for n = 1..``order``."""
     counts: Counter = Counter()
-    n_tok = len(tokens)
-    for n in range(1, order + 1):
-        if n > n_tok:
-            break
-        counts.update(tuple(tokens[i:i + n]) for i in range(n_tok - n + 1))
+    tokens = list(tokens)
+    for n in range(1, min(order, len(tokens)) + 1):
+        counts.update(zip(*(tokens[i:] for i in range(n))))  # the n-grams as tuples, made in C
     return counts
 
 
@@ -85,20 +83,19 @@ def sentence_stats(hyp: str | Sequence[str], ref: Reference, ref_length: str = "
     """The 9 sufficient statistics of one hypothesis (``float64`` holding integers, except an
     ``average`` reference length)."""
     tokens = _split(hyp)
-    out = np.zeros(NUM_STATS, dtype=np.float64)
-    hyp_counts = ngram_counts(tokens, ref.order)
     n_tok = len(tokens)
     ref_counts = ref.counts
-    matches = [0] * ref.order
-    for gram, c in hyp_counts.items():
-        rc = ref_counts.get(gram)
-        if rc:
-            matches[len(gram) - 1] += c if c < rc else rc
+    row: list[float] = []
     for n in range(1, ref.order + 1):
-        out[2 * (n - 1)] = matches[n - 1]
-        out[2 * (n - 1) + 1] = max(n_tok - n + 1, 0)
-    out[2 * ref.order] = ref.effective_length(n_tok, ref_length)
-    return out
+        matches = 0
+        if n <= n_tok:
+            grams = Counter(zip(*(tokens[i:] for i in range(n))))
+            for gram in grams.keys() & ref_counts.keys():  # the n-grams the reference has (clipped counts)
+                c, rc = grams[gram], ref_counts[gram]
+                matches += c if c < rc else rc
+        row += (matches, max(n_tok - n + 1, 0))
+    row.append(ref.effective_length(n_tok, ref_length))
+    return np.array(row, dtype=np.float64)
 
 
 class BleuScorer:

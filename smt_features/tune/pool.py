@@ -140,14 +140,16 @@ class NBestPool:
         if not 0 <= sent_id < self.num_sentences:
             raise ValueError(f"sentence id {sent_id} outside the {self.num_sentences} references")
         hyp = hypothesis if isinstance(hypothesis, str) else " ".join(hypothesis)
-        hyp = " ".join(hyp.split())
-        feats = tuple(float(v) for v in features)
+        return self._add(sent_id, " ".join(hyp.split()), tuple(float(v) for v in features))
+
+    def _add(self, sent_id: int, hyp: str, feats: tuple[float, ...]) -> bool:
+        """:meth:`add` of a hypothesis already normalised (single spaces) and a tuple of floats."""
         if self.feature_names is None:
             self.feature_names = [f"F{i}" for i in range(len(feats))]
         if len(feats) != len(self.feature_names):
             raise ValueError(f"sentence {sent_id}: {len(feats)} feature values, expected "
                              f"{len(self.feature_names)} ({' '.join(self.feature_names)})")
-        if not all(math.isfinite(v) for v in feats):
+        if not all(map(math.isfinite, feats)):
             raise ValueError(f"sentence {sent_id}: non-finite feature value in {feats}")
         key = (hyp, feats)
         keys = self._keys[sent_id]
@@ -190,9 +192,14 @@ class NBestPool:
         from nmt.core.formats.nbest import iter_nbest
 
         read = new = 0
-        for entry in iter_nbest(path):
+        add, num_sentences = self._add, self.num_sentences
+        for entry in iter_nbest(path):  # every line has line 1's feature labels and sizes (checked there)
+            if not read:
+                self.check_layout(layout_of(entry.features), f"{path}:{entry.line_no}")
             read += 1
-            new += self.add_entry(entry, str(path))
+            if not 0 <= entry.sent_id < num_sentences:
+                raise ValueError(f"sentence id {entry.sent_id} outside the {num_sentences} references")
+            new += add(entry.sent_id, " ".join(entry.tokens), tuple([v for _, vals in entry.features for v in vals]))
         return read, new
 
     # ------------------------------------------------------------------ views

@@ -23,16 +23,12 @@ by the reader as :attr:`NBestEntry.extra`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from nmt.core.io import GZIP_ERRORS, DataError, open_text
-
-_LABEL = re.compile(r"^(\S+)=$")
-
 
 class NBestError(DataError):
     """A malformed n-best line: ``"<file>:<line>: <message>"``."""
@@ -116,9 +112,8 @@ def parse_nbest_line(line: str, path: str = "<n-best>", line_no: int = 0) -> NBe
     seen: set[str] = set()
     current: list[float] | None = None
     for tok in fields[2].split():
-        m = _LABEL.match(tok)
-        if m:
-            name = m.group(1)
+        if tok[-1] == "=" and len(tok) > 1:  # a label "Name=" (split() leaves no whitespace in tok)
+            name = tok[:-1]
             if name in seen:
                 raise NBestError(path, line_no, f"feature {name} appears twice")
             seen.add(name)

@@ -144,6 +144,9 @@ def test_nbest_round_trip(tmp_path):
     # extra fields (segmentation / alignment) are kept
     e = parse_nbest_line("2 ||| a b  ||| LM0= -1 ||| -0.5 ||| 0-0 1-1", "f", 1)
     assert e.extra == ["0-0 1-1"]
+    # a label is any token ending in '=' (Moses's names have no spaces)
+    e = parse_nbest_line("0 ||| a  ||| a=b= 1 2 LM0= -1e-3 ||| -1", "f", 1)
+    assert e.features == [("a=b", [1.0, 2.0]), ("LM0", [-0.001])]
 
 
 @pytest.mark.parametrize("text,line,message", [
@@ -154,6 +157,7 @@ def test_nbest_round_trip(tmp_path):
     ("0 ||| a ||| LM0= ||| -1\n", 1, "no values"),
     ("0 ||| a ||| LM0= -1 ||| total\n", 1, "total score"),
     ("0 ||| a ||| LM0= -1 LM0= -2 ||| -1\n", 1, "twice"),
+    ("0 ||| a ||| LM0= -1 = -2 ||| -1\n", 1, "'=' is not a number"),  # a lone '=' is no label
     ("0 ||| a ||| LM0= -1 ||| -1\n\n", 2, "empty line"),
     ("1 ||| a ||| LM0= -1 ||| -1\n0 ||| a ||| LM0= -1 ||| -1\n", 2, "must not decrease"),
     ("0 ||| a ||| LM0= -1 ||| -1\n0 ||| a ||| LM0= -1 -2 ||| -1\n", 2, "differ"),

@@ -78,6 +78,31 @@ def test_sentence_bleu_add_one_matches_sacrebleu():
         assert ours == pytest.approx(theirs, abs=1e-6), (hyp, ref)
 
 
+def _brute_force_stats(hyp: list[str], refs: list[list[str]]) -> list[float]:
+    """The 9 statistics by their definition: clipped n-gram matches (max count over the references), hypothesis
+    n-grams, and the closest reference length (the shorter on a tie)."""
+    out: list[float] = []
+    for n in range(1, 5):
+        grams = [tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1)]
+        matched = 0
+        for g in set(grams):
+            most = max(sum(tuple(r[i:i + n]) == g for i in range(len(r) - n + 1)) for r in refs)
+            matched += min(grams.count(g), most)
+        out += [matched, max(len(hyp) - n + 1, 0)]
+    out.append(min((len(r) for r in refs), key=lambda k: (abs(k - len(hyp)), k)))
+    return out
+
+
+def test_sentence_stats_are_the_definition():
+    rng = random.Random(11)
+    vocab = ["a", "b", "c", "d"]  # few types: repeated n-grams, clipping at work
+    for _ in range(300):
+        refs = [[rng.choice(vocab) for _ in range(rng.randint(1, 9))] for _ in range(rng.randint(1, 3))]
+        hyp = [rng.choice(vocab) for _ in range(rng.randint(0, 10))]
+        scorer = BleuScorer([[" ".join(r) for r in refs]])
+        assert list(scorer.stats(0, " ".join(hyp))) == _brute_force_stats(hyp, refs), (hyp, refs)
+
+
 # =============================================================================== pool
 
 NBEST_TEXT = """0 ||| a b c  ||| Distortion0= 0 LM0= -3.5 WordPenalty0= -3 TranslationModel0= -1 -2 ||| -4
@@ -104,6 +129,13 @@ def test_pool_reads_moses_nbest_and_dedupes(tmp_path):
     other.write_text("0 ||| a  ||| LM0= -1 ||| -1\n", encoding="utf-8")
     with pytest.raises(ValueError, match="differ"):
         pool.add_nbest_file(other)
+    # a sentence id beyond the references is refused, and the lines before it stay in the pool
+    beyond = tmp_path / "beyond.best"
+    beyond.write_text(NBEST_TEXT.replace("1 ||| x y", "2 ||| x y"), encoding="utf-8")
+    fresh = NBestPool(["a b c", "x y z"])
+    with pytest.raises(ValueError, match="sentence id 2 outside the 2 references"):
+        fresh.add_nbest_file(beyond)
+    assert fresh.sizes() == [2, 0]
 
 
 # =============================================================================== line search

@@ -15,7 +15,9 @@ and every iteration's weights) and the wall-time ratios. With ``--moses-dir`` (a
 moses.ini on the same dev set in ``OUT/moses`` (n-best and threads alike, ``--predictable-seeds``) and
 its wall time is reported beside. ``OUT/tune_speed.json`` keeps everything; ``OUT/tune_speed.md`` the table.
 With ``--snapshot`` the smt-tune runs use a copy of this checkout's HEAD (``git archive``, plus its built
-extension modules) in ``OUT/src-COMMIT`` on ``PYTHONPATH``, so editing the checkout meanwhile changes nothing.
+extension modules) in ``OUT/src-COMMIT`` on ``PYTHONPATH``, so editing the checkout meanwhile changes nothing;
+``--baseline-commit C`` adds a copy of commit ``C`` and runs every ``--order`` entry from both, alternating (labels
+``IMPL@COMMIT``, and the ratio of HEAD's wall time to ``C``'s): a change measured against the code before it.
 """
 from __future__ import annotations
 
@@ -45,14 +47,15 @@ def tune_command(a: argparse.Namespace, impl: str, work: Path) -> list[str]:
             "--optimizer", a.optimizer, "--optimizer-impl", impl, *shlex.split(a.tune_flags)]
 
 
-def run_tune(a: argparse.Namespace, impl: str, work: Path) -> dict[str, object]:
+def run_tune(a: argparse.Namespace, impl: str, work: Path, env: dict[str, str] = ENV,
+             label: str = "") -> dict[str, object]:
     """One smt-tune run and its time split (seconds) from its iterations.json."""
     if (work / "iterations.json").exists():
         raise SystemExit(f"tune_speed: {work} holds a run already; choose another --work")
     cmd = tune_command(a, impl, work)
     before = load()
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     wall = time.perf_counter() - t0
     (work.parent / f"{work.name}.log").write_text(proc.stdout, encoding="utf-8")
     if proc.returncode != 0:
@@ -62,7 +65,7 @@ def run_tune(a: argparse.Namespace, impl: str, work: Path) -> dict[str, object]:
     decode = sum(r.get("decode", {}).get("seconds", 0.0) for r in its)
     read = sum(r.get("decode", {}).get("read_seconds", 0.0) for r in its)
     opt = sum(r.get(a.optimizer, {}).get("seconds", 0.0) for r in its)
-    return {"impl": impl, "work": str(work), "command": " ".join(shlex.quote(c) for c in cmd), "wall_s": round(wall, 1),
+    return {"impl": impl, "label": label or impl, "work": str(work), "command": " ".join(shlex.quote(c) for c in cmd), "wall_s": round(wall, 1),
             "decode_s": round(decode, 1), "read_s": round(read, 1), "optimiser_s": round(opt, 1),
             "optimiser_share": round(opt / wall, 4), "other_s": round(wall - decode - read - opt, 1),
             "iterations": len(its), "stop": state["final"]["stop_reason"], "dev_bleu": state["final"]["dev_bleu"],
@@ -106,7 +109,7 @@ def markdown(runs: list[dict[str, object]], same: bool | None) -> str:
                         f"{r.get('iterations', '—')} | | {r.get('load_before', '')}/{r.get('load_after', '')} |")
             continue
         bleu = r["dev_bleu"][-1] if r["dev_bleu"] else float("nan")
-        rows.append(f"| smt-tune --optimizer-impl {r['impl']} | {r['wall_s']} | {r['decode_s']} | {r['read_s']} | "
+        rows.append(f"| smt-tune --optimizer-impl {r.get('label', r['impl'])} | {r['wall_s']} | {r['decode_s']} | {r['read_s']} | "
                     f"{r['optimiser_s']} | {100 * r['optimiser_share']:.1f}% | {r['iterations']} | {bleu:.2f} | "
                     f"{r['load_before']}/{r['load_after']} |")
     if same is not None:
@@ -131,17 +134,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--moses-dir", default="", help="a Moses build to run mert-moses.pl from (after the smt-tune runs)")
     p.add_argument("--moses-flags", default="", help="more mert-moses.pl flags (one string)")
     p.add_argument("--snapshot", action="store_true", help="run smt-tune from a copy of HEAD (see above)")
+    p.add_argument("--baseline-commit", default="",
+                   help="with --snapshot: also run every --order entry from a copy of this commit, alternating with "
+                        "HEAD's (labels IMPL@COMMIT): a change measured against the code before it, same run")
     a = p.parse_args(argv)
     out = Path(a.work)
     out.mkdir(parents=True, exist_ok=True)
+    if a.baseline_commit and not a.snapshot:
+        p.error("--baseline-commit needs --snapshot")
     commit = snapshot(out, ENV) if a.snapshot else None
+    sources = [("", ENV)]  # (label suffix, environment of the smt-tune runs)
+    if a.baseline_commit:
+        base_env = {k: v for k, v in os.environ.items()}
+        base = snapshot(out, base_env, a.baseline_commit)
+        sources = [(f"@{base[:10]}", base_env), (f"@{str(commit)[:10]}", ENV)]
     impls = [x for x in a.order.split(",") if x]
     runs: list[dict[str, object]] = []
+    plan = [(impl, suffix, env) for impl in impls for suffix, env in sources]
     for rep in range(a.reps):
-        for impl in impls:
-            work = out / (impl if a.reps == 1 else f"{impl}.{rep + 1}")
-            print(f"tune_speed: smt-tune --optimizer-impl {impl} -> {work} (load {load()})", flush=True)
-            runs.append(run_tune(a, impl, work))
+        for impl, suffix, env in plan:
+            label = impl + suffix
+            work = out / (label if a.reps == 1 else f"{label}.{rep + 1}")
+            print(f"tune_speed: smt-tune --optimizer-impl {label} -> {work} (load {load()})", flush=True)
+            runs.append(run_tune(a, impl, work, env, label))
             r = runs[-1]
             print(f"tune_speed:   {r['wall_s']} s wall, decode {r['decode_s']} s, merge {r['read_s']} s, "
                   f"optimiser {r['optimiser_s']} s ({100 * float(r['optimiser_share']):.1f}%), "
@@ -153,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(run_moses(a, out / "moses"))
         print(f"tune_speed:   {runs[-1].get('wall_s', '—')} s wall ({runs[-1]['status']})", flush=True)
     ratios = {}
+    if len(sources) == 2:  # HEAD against the baseline commit, per --optimizer-impl (sums over the reps)
+        for impl in impls:
+            walls = [sum(float(r["wall_s"]) for r in runs if r.get("label") == impl + suffix) for suffix, _ in sources]
+            ratios[f"{impl}: HEAD / baseline commit wall"] = round(walls[1] / walls[0], 3)
     by_impl = {str(r["impl"]): float(r["wall_s"]) for r in runs if "wall_s" in r}
     if "reference" in by_impl and "auto" in by_impl:
         ratios["auto / reference wall"] = round(by_impl["auto"] / by_impl["reference"], 3)

@@ -65,7 +65,8 @@ def run_tune(a: argparse.Namespace, impl: str, work: Path, env: dict[str, str] =
     decode = sum(r.get("decode", {}).get("seconds", 0.0) for r in its)
     read = sum(r.get("decode", {}).get("read_seconds", 0.0) for r in its)
     opt = sum(r.get(a.optimizer, {}).get("seconds", 0.0) for r in its)
-    return {"impl": impl, "label": label or impl, "work": str(work), "command": " ".join(shlex.quote(c) for c in cmd), "wall_s": round(wall, 1),
+    return {"impl": impl, "label": label or impl, "work": str(work),
+            "command": " ".join(shlex.quote(c) for c in cmd), "wall_s": round(wall, 1),
             "decode_s": round(decode, 1), "read_s": round(read, 1), "optimiser_s": round(opt, 1),
             "optimiser_share": round(opt / wall, 4), "other_s": round(wall - decode - read - opt, 1),
             "iterations": len(its), "stop": state["final"]["stop_reason"], "dev_bleu": state["final"]["dev_bleu"],
@@ -109,7 +110,7 @@ def markdown(runs: list[dict[str, object]], same: bool | None) -> str:
                         f"{r.get('iterations', '—')} | | {r.get('load_before', '')}/{r.get('load_after', '')} |")
             continue
         bleu = r["dev_bleu"][-1] if r["dev_bleu"] else float("nan")
-        rows.append(f"| smt-tune --optimizer-impl {r.get('label', r['impl'])} | {r['wall_s']} | {r['decode_s']} | {r['read_s']} | "
+        rows.append(f"| smt-tune --optimizer-impl {r['label']} | {r['wall_s']} | {r['decode_s']} | {r['read_s']} | "
                     f"{r['optimiser_s']} | {100 * r['optimiser_share']:.1f}% | {r['iterations']} | {bleu:.2f} | "
                     f"{r['load_before']}/{r['load_after']} |")
     if same is not None:
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = snapshot(out, ENV) if a.snapshot else None
     sources = [("", ENV)]  # (label suffix, environment of the smt-tune runs)
     if a.baseline_commit:
-        base_env = {k: v for k, v in os.environ.items()}
+        base_env = dict(os.environ)
         base = snapshot(out, base_env, a.baseline_commit)
         sources = [(f"@{base[:10]}", base_env), (f"@{str(commit)[:10]}", ENV)]
     impls = [x for x in a.order.split(",") if x]

@@ -26,7 +26,7 @@ system are computed separately, by sacreBLEU on *detokenized* output
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -35,12 +35,16 @@ NUM_STATS = 2 * ORDER + 1
 REF_LENGTH_POLICIES = ("closest", "shortest", "average")
 
 
+def _ngrams(tokens: Sequence[str], n: int) -> Iterator[tuple[str, ...]]:
+    """The n-grams of ``tokens`` as tuples, in order (made in C by ``zip``)."""
+    return zip(*(tokens[i:] for i in range(n)))
+
+
 def ngram_counts(tokens: Sequence[str], order: int = ORDER) -> Counter:
     """Counts of all n-grams (tuples) of ``tokens`` for n = 1..``order``."""
     counts: Counter = Counter()
-    tokens = list(tokens)
     for n in range(1, min(order, len(tokens)) + 1):
-        counts.update(zip(*(tokens[i:] for i in range(n))))  # the n-grams as tuples, made in C
+        counts.update(_ngrams(tokens, n))
     return counts
 
 
@@ -89,7 +93,7 @@ def sentence_stats(hyp: str | Sequence[str], ref: Reference, ref_length: str = "
     for n in range(1, ref.order + 1):
         matches = 0
         if n <= n_tok:
-            grams = Counter(zip(*(tokens[i:] for i in range(n))))
+            grams = Counter(_ngrams(tokens, n))
             for gram in grams.keys() & ref_counts.keys():  # the n-grams the reference has (clipped counts)
                 c, rc = grams[gram], ref_counts[gram]
                 matches += c if c < rc else rc

@@ -137,13 +137,13 @@ class NBestPool:
 
     def add(self, sent_id: int, hypothesis: str | Sequence[str], features: Sequence[float]) -> bool:
         """Add one candidate; returns ``False`` when the same (string, features) is already there."""
-        if not 0 <= sent_id < self.num_sentences:
-            raise ValueError(f"sentence id {sent_id} outside the {self.num_sentences} references")
         hyp = hypothesis if isinstance(hypothesis, str) else " ".join(hypothesis)
         return self._add(sent_id, " ".join(hyp.split()), tuple(float(v) for v in features))
 
     def _add(self, sent_id: int, hyp: str, feats: tuple[float, ...]) -> bool:
         """:meth:`add` of a hypothesis already normalised (single spaces) and a tuple of floats."""
+        if not 0 <= sent_id < self.num_sentences:
+            raise ValueError(f"sentence id {sent_id} outside the {self.num_sentences} references")
         if self.feature_names is None:
             self.feature_names = [f"F{i}" for i in range(len(feats))]
         if len(feats) != len(self.feature_names):
@@ -192,13 +192,11 @@ class NBestPool:
         from nmt.core.formats.nbest import iter_nbest
 
         read = new = 0
-        add, num_sentences = self._add, self.num_sentences
+        add = self._add
         for entry in iter_nbest(path):  # every line has line 1's feature labels and sizes (checked there)
             if not read:
                 self.check_layout(layout_of(entry.features), f"{path}:{entry.line_no}")
             read += 1
-            if not 0 <= entry.sent_id < num_sentences:
-                raise ValueError(f"sentence id {entry.sent_id} outside the {num_sentences} references")
             new += add(entry.sent_id, " ".join(entry.tokens), tuple([v for _, vals in entry.features for v in vals]))
         return read, new
 

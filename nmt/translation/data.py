@@ -15,7 +15,7 @@ from nmt.training import distributed
 from nmt.core.config import field
 from nmt.data.batching import pair_batch, bucketed_batches
 from nmt.core.io import DataError, read_parallel
-from nmt.training.pair_stream import PairStream, StreamBatch, sentence_pairs_in_order
+from nmt.training.pair_stream import PairStream, StreamBatch, sentence_pairs_in_order, unique_pairs_in_order
 from nmt.data.special import PAD
 from nmt.data.prepared import DEFAULT_DEV, DEFAULT_TRAIN, PREPARE_JSON, missing_split_file, split_names
 from nmt.data.vocab import Vocabulary, load_vocab
@@ -144,9 +144,9 @@ class TranslationTask:
         if cfg.phrase_pairs == "count" and not cfg.phrase_table:
             raise ValueError("--phrase-pairs count needs --phrase-table (sentence pairs have no counts)")
         if cfg.stream_buffer is not None:
-            if cfg.phrase_pairs != "unique" or cfg.reverse:
-                raise ValueError("--stream-buffer trains on the unique pairs in the forward direction only; "
-                                 "drop --phrase-pairs count / --reverse, or --stream-buffer")
+            if cfg.phrase_pairs != "unique":
+                raise ValueError("--stream-buffer trains on the unique pairs (each once an epoch); "
+                                 "drop --phrase-pairs count, or --stream-buffer")
             self._init_stream(cfg, batching)
             self._init_dev(cfg, dev_batch_size)
             return
@@ -187,10 +187,14 @@ class TranslationTask:
             raise ValueError("--stream-buffer: TranslationTask needs batching=(batch_size, max_tokens, seed)")
         batch_size, max_tokens, seed = batching
         where, pairs = cfg.phrase_table, None
-        if not where:  # sentence pairs of the train files, in file order
+        if not where:  # sentence pairs of the train files, in file order (with --reverse the paths are swapped)
             where, tgt_path = self.paths["train_src"], self.paths["train_tgt"]
             def pairs(counts):
                 return sentence_pairs_in_order(where, tgt_path, cfg.max_len, counts)
+        elif cfg.reverse:  # the table's unique pairs in table order, each read target -> source
+            table = where
+            def pairs(counts):
+                return ((tgt, src) for src, tgt in unique_pairs_in_order(table, cfg.max_len, counts))
         self._stream = PairStream(where, self.src_vocab.encode, self.tgt_vocab.encode,
                                   max_len=cfg.max_len, buffer=cfg.stream_buffer, batch_size=batch_size,
                                   max_tokens=max_tokens, seed=seed, pairs=pairs, plain_first_window=pairs is not None)

@@ -342,6 +342,33 @@ def test_stream_buffer_batches_permute_the_unique_pairs_and_resume(tmp_path: Pat
         assert not (tmp_path / f"m_{line}").exists()
 
 
+def test_stream_buffer_reverse_reads_each_table_pair_target_to_source(tmp_path: Path) -> None:
+    """--stream-buffer with --reverse: an epoch is a permutation of the in-memory reverse pairs (the table's
+    target side is the model's source), the same --max-len drops; the forward stream is not that."""
+    from collections import Counter
+
+    from nmt.translation.data import TranslationDataConfig, TranslationTask
+
+    table, _ = _stream_fixture(tmp_path)
+
+    def epoch_pairs(reverse: bool, stream_buffer: int | None) -> tuple[Counter, int]:
+        cfg = TranslationDataConfig(data_dir=str(tmp_path), src_lang="de", tgt_lang="en", phrase_table=str(table),
+                                    reverse=reverse, max_len=3, stream_buffer=stream_buffer)
+        task = TranslationTask(cfg, batching=(4, None, 3))
+        if stream_buffer is None:
+            return Counter(zip(map(tuple, task.train_src), map(tuple, task.train_tgt))), task.num_dropped
+        got: Counter = Counter()
+        for batch in task.batches_for_epoch(0):
+            src, tgt = task._stream.pairs(batch)
+            got.update(zip(map(tuple, src), map(tuple, tgt)))
+        return got, task.num_dropped
+
+    in_memory, dropped = epoch_pairs(True, None)
+    assert dropped > 0 and len(in_memory) > 20
+    assert epoch_pairs(True, 9) == (in_memory, dropped)
+    assert epoch_pairs(False, 9)[0] != in_memory
+
+
 def test_keep_epochs_keeps_each_epoch_end_and_resumes_to_the_same(toy_data: Path, tmp_path: Path) -> None:
     from nmt.core.paths import resolve_checkpoint
 

@@ -87,8 +87,11 @@ t0=$(date +%s)
 # smt.reordering (optional): msd-bidirectional-fe adds Moses's lexicalized reordering (its table from the same
 # alignment, the LexicalReordering0 feature in moses.ini); empty or absent: distance reordering only
 reordering=$(config_value "$smt" reordering 2> /dev/null || true)
+# smt.align_flags (optional): extra smt-train-phrases flags, e.g. --eflomal-rel-iterations 0.3 in the quick sections
+align_flags=$(config_value "$smt" align_flags 2> /dev/null || true)
 run_step phrases "$work/model/moses.ini" -- "$bin/smt-train-phrases" --src "$t/train.en" --tgt "$t/train.fr" \
-  --out-dir "$work/model" --lm "$work/lm/fr5.binary" --processes "$threads" ${reordering:+--reordering "$reordering"}
+  --out-dir "$work/model" --lm "$work/lm/fr5.binary" --processes "$threads" ${reordering:+--reordering "$reordering"} \
+  $align_flags
 binarize_step "$work/model/phrase-table.gz"   # the test decodes memory-map it instead of reading 1M+ lines
 [ -z "$reordering" ] || binarize_step "$work/model/reordering-table.wbe-msd-bidirectional-fe.gz"
 echo "training the phrase-based system: $(( $(date +%s) - t0 )) s"

@@ -2,6 +2,7 @@
 folder (a module fixture; ``make test`` runs ``--dist loadfile``)."""
 from __future__ import annotations
 
+import gzip
 import re
 
 import pytest
@@ -27,9 +28,25 @@ def test_wmt_small_quick_baseline(wmt_small: QuickExperiment) -> None:
 
 
 @pytest.mark.slow
-def test_wmt_small_quick_rnn_rows(wmt_small: QuickExperiment) -> None:
-    """+RNN and +RNN+WP on news. The neural LM and RNNsearch rows run the same experiment.sh / lm_rerank.sh
-    code that the Multi30k quick table tests row by row; the suite's budget leaves them out here."""
+def test_wmt_small_quick_rnn_row(wmt_small: QuickExperiment) -> None:
+    """+RNN on news: the phrase model trained on the quick table (read as a stream), the table rescored (its 4
+    Moses scores, p_rnn and the WP column), MERT and the row in rnn/scores.md beside the Baseline."""
+    wmt_small.run("Baseline +RNN")
+    table = (wmt_small.work / "rnn" / "scores.md").read_text()
+    for system in ("Baseline", "+RNN"):
+        assert re.search(rf"^\| {re.escape(system)} \| [0-9.]+ ± ", table, re.M), system
+    assert "+RNN+WP" not in table
+    with gzip.open(wmt_small.work / "rnn" / "phrase-table.rnn.gz", "rt", encoding="utf-8") as fh:
+        scores = [float(x) for x in fh.readline().split(" ||| ")[2].split()]
+    assert len(scores) == 6 and all(0.0 < x <= 1.0 for x in scores)
+    assert "stream_buffer: 4000" in (wmt_small.work / "rnn" / "phrase_model" / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_wmt_small_quick_rnn_wp_row_and_report(wmt_small: QuickExperiment) -> None:
+    """+RNN+WP on news (the +RNN table's WP column weighted), then the report over the three rows. The neural LM
+    and RNNsearch rows run the same experiment.sh / lm_rerank.sh code that the Multi30k quick table tests row by
+    row; the suite's budget leaves them out here."""
     wmt_small.run("Baseline +RNN +RNN+WP", report=True)
     table = (wmt_small.work / "rnn" / "scores.md").read_text()
     assert "| BLEU | newstest2012 | newstest2013 | runs |" in table

@@ -20,6 +20,9 @@ class EvaluateConfig:
                                        "detokenize it as LANG (sacremoses, Moses entities unescaped) before "
                                        "scoring; written to --detok-out if given")
     detok_out: str = C.field("", help="with --detokenize: also write the detokenized hypothesis here")
+    detruecase: bool = C.field(False, help="with --detokenize: the hypothesis is truecased (nmt-prepare --truecase); "
+                                           "detruecase it first (Moses's detruecase.perl: the first letter of "
+                                           "every sentence uppercased)")
     name: str = C.field("", help="label printed before the scores")
     json: str | None = C.field(None, help="also write the scores and signatures to this JSON file")
 
@@ -51,10 +54,12 @@ def evaluate(hypotheses: Sequence[str], references: Sequence[str]) -> EvalResult
     return EvalResult(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()), len(hypotheses))
 
 
-def read_hypotheses(hyp_path: str, ref_path: str, num_refs: int, detokenize: str = "") -> list[str]:
+def read_hypotheses(hyp_path: str, ref_path: str, num_refs: int, detokenize: str = "",
+                    detruecase: bool = False) -> list[str]:
     """The lines of ``hyp_path``, one per reference line of ``ref_path`` (a :class:`DataError` naming the shorter
     file otherwise); an empty line is an (empty) translation. ``detokenize`` (LANG): the lines are
-    Moses-tokenized; detokenize them as LANG (sacremoses, Moses entities unescaped)."""
+    Moses-tokenized; detokenize them as LANG (sacremoses, Moses entities unescaped), after detruecasing them
+    when ``detruecase`` (Moses's detruecase.perl)."""
     hyps = read_lines(hyp_path, allow_empty=True)
     if not hyps and not num_refs:
         raise DataError(f"{hyp_path}: empty file, and so is {ref_path} (nothing to evaluate)")
@@ -63,6 +68,10 @@ def read_hypotheses(hyp_path: str, ref_path: str, num_refs: int, detokenize: str
         raise DataError(shorter, min(len(hyps), num_refs) + 1,
                         f"{len(hyps)} hypotheses in {hyp_path} but {num_refs} references in {ref_path} "
                         "(one line each per sentence)")
+    if detruecase:
+        from nmt.data.truecase import detruecase as detruecase_line
+
+        hyps = [detruecase_line(h) for h in hyps]
     if detokenize:
         from nmt.data.tokenize import MosesTokenizer
 
@@ -75,12 +84,14 @@ def evaluate_files(cfg: EvaluateConfig) -> None:
     """Score ``cfg.hyp`` against ``cfg.ref``: the line on stdout, ``cfg.json`` and ``cfg.detok_out`` if given."""
     if cfg.detok_out and not cfg.detokenize:
         raise UsageError("--detok-out needs --detokenize LANG")
+    if cfg.detruecase and not cfg.detokenize:
+        raise UsageError("--detruecase needs --detokenize LANG (it works on Moses-tokenized text)")
     refuse_overwriting_inputs(outputs={"--json": cfg.json, "--detok-out": cfg.detok_out},
                               inputs={"--hyp": cfg.hyp, "--ref": cfg.ref})
     if cfg.json and cfg.detok_out:
         refuse_overwriting_inputs(outputs={"--json": cfg.json}, inputs={"--detok-out": cfg.detok_out})
     refs = read_lines(cfg.ref)
-    hyps = read_hypotheses(cfg.hyp, cfg.ref, len(refs), cfg.detokenize)
+    hyps = read_hypotheses(cfg.hyp, cfg.ref, len(refs), cfg.detokenize, cfg.detruecase)
     result = evaluate(hyps, refs)
     if cfg.detok_out:
         from nmt.core.io import write_output

@@ -64,14 +64,15 @@ run_step() {
   run_cmd "$@"
 }
 
-# cased_hyp HYP: sets hyp to what is detokenized and scored: HYP, or with truecase=1 (set by --truecase) HYP's
-# detruecased copy SET.cased.tok.fr (nmt-truecase --detruecase: Moses's detruecase.perl, each sentence's
-# first letter uppercased), so that sacreBLEU sees properly cased text against the raw references.
-cased_hyp() {
-  hyp=$1
-  [ "${truecase:-0}" = 1 ] || return 0
-  hyp=${1%.tok.fr}.cased.tok.fr
-  "$bin/nmt-truecase" --detruecase --input "$1" --output "$hyp"
+# evaluate_output HYP OUT REF NAME JSON: nmt-evaluate on the Moses-tokenized French output HYP, detokenized into
+# OUT, against the raw references REF (the scores in JSON, NAME on the line printed). With truecase=1 (set by
+# --truecase) HYP is detruecased first (nmt-evaluate --detruecase: Moses's detruecase.perl, each sentence's first
+# letter uppercased), so that sacreBLEU sees properly cased text.
+evaluate_output() {
+  local tc=()
+  [ "${truecase:-0}" = 1 ] && tc=(--detruecase)
+  "$bin/nmt-evaluate" --hyp "$1" ${tc[@]+"${tc[@]}"} --detokenize fr --detok-out "$2" --ref "$3" --name "$4" \
+    --json "$5"
 }
 
 # first_lines FILE N OUT: prints FILE when N is empty or 0 (every line), else OUT, written (atomically, once)
@@ -100,7 +101,7 @@ binarize_step() {
 # tune_decode_evaluate --label L --moses-ini INI --work-dir TUNE --seed R --text T --dev DEV --tests "A B"
 #                      --threads N [--tune-flags FLAG... --] [--decode-flags FLAG... --]
 # One MERT run and its scores: smt-tune (reused when TUNE/moses.tuned.ini exists) → for the dev set and each
-# test set: smt-decode with the tuned weights → (--truecase: detruecase, cased_hyp) → nmt-evaluate (detokenized
+# test set: smt-decode with the tuned weights → nmt-evaluate (--truecase: detruecased first; detokenized
 # French against T/SET.ref.fr) →
 # TUNE/SET.{tok.fr,fr,scores.json} (reused while newer than the tuned weights). L prefixes the log lines and
 # the score names ("L run R SET"). Needs $bin.
@@ -133,9 +134,8 @@ tune_decode_evaluate() {
     fresh "$tune/$s.scores.json" "$tune/moses.tuned.ini" && continue
     "$bin/smt-decode" --moses-ini "$tune/moses.tuned.ini" --input "$text/$s.en" --output "$tune/$s.tok.fr" \
       --threads "$threads" --progress false ${decode_flags[@]+"${decode_flags[@]}"}
-    cased_hyp "$tune/$s.tok.fr"
-    "$bin/nmt-evaluate" --hyp "$hyp" --detokenize fr --detok-out "$tune/$s.fr" --ref "$text/$s.ref.fr" \
-      --name "${label:+$label }run $seed $s" --json "$tune/$s.scores.json"
+    evaluate_output "$tune/$s.tok.fr" "$tune/$s.fr" "$text/$s.ref.fr" "${label:+$label }run $seed $s" \
+      "$tune/$s.scores.json"
   done
 }
 

@@ -198,9 +198,7 @@ for row in "${row_specs[@]}"; do
       fresh "$d/$s.scores.json" "$d/weights" && continue
       [ "$s" = "$dev" ] || "$bin/smt-rerank" --nbest "$src/$s.nbest.feat.gz" --src "$t/$s.en" ${dflag[@]+"${dflag[@]}"} \
         --weights "$d/weights" --one-best "$d/$s.tok.fr"
-      cased_hyp "$d/$s.tok.fr"   # --truecase: detruecased first (common.sh)
-      "$bin/nmt-evaluate" --hyp "$hyp" --detokenize fr --detok-out "$d/$s.fr" --ref "$t/$s.ref.fr" \
-        --name "$name run $r $s" --json "$d/$s.scores.json"
+      evaluate_output "$d/$s.tok.fr" "$d/$s.fr" "$t/$s.ref.fr" "$name run $r $s" "$d/$s.scores.json"  # common.sh
     done
   done
 done

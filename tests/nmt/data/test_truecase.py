@@ -161,16 +161,36 @@ def test_experiment_recipe_truecase_plan(tmp_path: Path) -> None:
 
 
 def test_recipe_detruecases_before_scoring(tmp_path: Path) -> None:
-    """common.sh's cased_hyp: with --truecase (truecase=1) the decoder output is detruecased into
-    SET.cased.tok.fr before detokenizing and sacreBLEU; without it the output is scored as it is."""
+    """common.sh's evaluate_output: with --truecase (truecase=1) the decoder output is detruecased (nmt-evaluate
+    --detruecase) before detokenizing and sacreBLEU; without it the output is scored as it is; the input is kept."""
     hyp = tmp_path / "test.tok.fr"
     hyp.write_text("le chien . il dort\nune maison\n", encoding="utf-8")
+    ref = tmp_path / "test.ref.fr"
+    ref.write_text("Le chien. Il dort\nUne maison\n", encoding="utf-8")
     script = tmp_path / "s.sh"
-    script.write_text(f'source "{ROOT}/recipes/lib/common.sh"\ncased_hyp "{hyp}"; echo "off $hyp"\n'
-                      f'truecase=1\ncased_hyp "{hyp}"; echo "on $hyp"\n', encoding="utf-8")
+    script.write_text(f'source "{ROOT}/recipes/lib/common.sh"\n'
+                      f'evaluate_output "{hyp}" "{tmp_path}/off.fr" "{ref}" off "{tmp_path}/off.json"\n'
+                      f'truecase=1\nevaluate_output "{hyp}" "{tmp_path}/on.fr" "{ref}" on "{tmp_path}/on.json"\n',
+                      encoding="utf-8")
     env = {**os.environ, "PYTHON": sys.executable, "BIN": str(Path(sys.executable).parent)}
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [f"off {hyp}", f"on {tmp_path}/test.cased.tok.fr"]
-    assert read_lines(tmp_path / "test.cased.tok.fr") == ["Le chien . Il dort", "Une maison"]
+    assert read_lines(tmp_path / "off.fr") == ["le chien. il dort", "une maison"]
+    assert read_lines(tmp_path / "on.fr") == ["Le chien. Il dort", "Une maison"]
+    assert json.loads((tmp_path / "on.json").read_text())["bleu"] == pytest.approx(100.0)
+    assert json.loads((tmp_path / "off.json").read_text())["bleu"] < 100.0
     assert read_lines(hyp) == ["le chien . il dort", "une maison"]
+
+
+def test_evaluate_detruecase_needs_detokenize(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """nmt-evaluate --detruecase works on Moses-tokenized output: without --detokenize it is refused (exit 2,
+    one line, no JSON written)."""
+    from nmt.cli.evaluate import cli_main
+
+    (tmp_path / "hyp").write_text("le chien .\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("Le chien.\n", encoding="utf-8")
+    assert cli_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"), "--detruecase",
+                     "--json", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--detruecase needs --detokenize LANG" in err and "Traceback" not in err
+    assert not (tmp_path / "s.json").exists()

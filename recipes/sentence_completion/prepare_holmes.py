@@ -20,6 +20,7 @@ import random
 import re
 import sys
 import tarfile
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -88,29 +89,37 @@ def main(argv: list[str] | None = None) -> int:
             members = sorted(random.Random(args.seed).sample(members, min(args.novels, len(members))),
                              key=lambda m: m.name)
         latin1 = 0
-        train = valid = 0
-        tokens = 0
-        with atomic_write(out / "train.txt") as ftrain, atomic_write(out / "valid.txt") as fvalid:
-            k = 0
-            for m in members:
+        # an xz archive seeks back by decompressing again from its start, so the drawn novels are read in archive
+        # order, each one's kept sentences into a temporary file, and written out in name order from there
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".holmes.", dir=out) as tmp:
+            for i, m in sorted(enumerate(members), key=lambda im: im[1].offset):
                 raw = tar.extractfile(m).read()  # type: ignore[union-attr]
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     text = raw.decode("latin-1")
                     latin1 += 1
-                for sent in sentences(body(text)):
-                    toks = normalize(sent)
-                    if not 3 <= len(toks) <= 80:
-                        continue
-                    k += 1
-                    if k % 50 == 0:
-                        fvalid.write(" ".join(toks) + "\n")
-                        valid += 1
-                    else:
-                        ftrain.write(" ".join(toks) + "\n")
-                        train += 1
-                        tokens += len(toks)
+                with open(Path(tmp) / f"{i}.txt", "w", encoding="utf-8", newline="\n") as fh:
+                    for sent in sentences(body(text)):
+                        toks = normalize(sent)
+                        if 3 <= len(toks) <= 80:
+                            fh.write(" ".join(toks) + "\n")
+            train = valid = 0
+            tokens = 0
+            with atomic_write(out / "train.txt") as ftrain, atomic_write(out / "valid.txt") as fvalid:
+                k = 0
+                for i in range(len(members)):
+                    with open(Path(tmp) / f"{i}.txt", encoding="utf-8", newline="\n") as fh:
+                        for line in fh:
+                            k += 1
+                            if k % 50 == 0:
+                                fvalid.write(line)
+                                valid += 1
+                            else:
+                                ftrain.write(line)
+                                train += 1
+                                tokens += line.count(" ") + 1
         with atomic_write(out / "novels.txt") as fh:
             fh.write("".join(Path(m.name).name + "\n" for m in members))
     print(f"{len(members)} novels ({latin1} read as Latin-1): {train:,} training sentences ({tokens:,} tokens), "

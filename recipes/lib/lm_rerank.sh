@@ -141,6 +141,18 @@ grep -qwE "lstm|rmn|mog" <<< "$rows" && bases=baseline
 grep -qwE "all|allrs" <<< "$rows" && bases="$bases rnnwp"
 grep -qw allrs <<< "$rows" && bases="$bases rnnwp.rnnsearch"
 grep -qw rnnsearch <<< "$rows" && bases="$bases baseline.rnnsearch"
+# rerank_lists TRIPLES FLAG...: smt-rerank on NBEST SRC OUTPUT triples (the first as --nbest, the rest --also)
+rerank_lists() {
+  local n=$1
+  shift
+  local lists=("${@:1:n}")
+  shift "$n"
+  [ "$n" -gt 0 ] || return 0
+  local more=()
+  [ "$n" -gt 3 ] && more=(--also "${lists[@]:3}")
+  "$bin/smt-rerank" --nbest "${lists[0]}" --src "${lists[1]}" --output "${lists[2]}" ${more[@]+"${more[@]}"} "$@" \
+    --threads "$threads" --prefix-tree "$prefix_tree"
+}
 for base in $bases; do
   for r in $(seq 1 "$runs"); do
     d=$work/$base.$r
@@ -148,27 +160,30 @@ for base in $bases; do
     features=("${lm_flags[@]}")
     [ $base = rnnwp ] && features+=(--encdec "RNN0=$encdec")
     [ $base = baseline.rnnsearch ] && features=(--encdec "RNNS0=$rnnsearch")
+    # the sets' lists are scored by one smt-rerank call per kind of list (its --also: the models loaded once)
+    added=() reused=() decoded=()
     for s in $sets; do
-      if [ $base = rnnwp.rnnsearch ] && [ ! -f "$d/$s.nbest.feat.gz" ]; then
+      [ -f "$d/$s.nbest.feat.gz" ] && continue
+      if [ $base = rnnwp.rnnsearch ]; then
         echo "== $base run $r: $s: RNNsearch's ln p(hyp | source) added to the rnnwp list"
-        "$bin/smt-rerank" --nbest "$work/rnnwp.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
-          --encdec "RNNS0=$rnnsearch" --threads "$threads" --prefix-tree "$prefix_tree"
-      elif [ $base = baseline.rnnsearch ] && [ ! -f "$d/$s.nbest.feat.gz" ] && [ -f "$work/baseline.$r/$s.nbest.feat.gz" ]; then
+        added+=("$work/rnnwp.$r/$s.nbest.feat.gz" "$t/$s.en" "$d/$s.nbest.feat.gz")
+      elif [ $base = baseline.rnnsearch ] && [ -f "$work/baseline.$r/$s.nbest.feat.gz" ]; then
         # the Baseline's list of the same run is already decoded (for the LM rows): the same hypotheses, its LM
         # features dropped and RNNsearch's added, instead of decoding it again
         echo "== $base run $r: $s: RNNsearch's ln p(hyp | source) added to the baseline list (its LM features dropped)"
-        "$bin/smt-rerank" --nbest "$work/baseline.$r/$s.nbest.feat.gz" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
-          --drop LSTM0 RMN0 MOG0 --encdec "RNNS0=$rnnsearch" --threads "$threads" --prefix-tree "$prefix_tree"
-      elif [ ! -f "$d/$s.nbest.feat.gz" ]; then
+        reused+=("$work/baseline.$r/$s.nbest.feat.gz" "$t/$s.en" "$d/$s.nbest.feat.gz")
+      else
         tuned_ini "$base" "$r"
         echo "== $base run $r: $s $nbest-best list and its neural features"
         "$bin/smt-decode" --moses-ini "$ini" --input "$t/$s.en" --output "$d/$s.1best" \
           --n-best-list "$d/$s.nbest" "$nbest" --threads "$threads" --progress false
-        "$bin/smt-rerank" --nbest "$d/$s.nbest" --src "$t/$s.en" --output "$d/$s.nbest.feat.gz" \
-          "${features[@]}" --threads "$threads" --prefix-tree "$prefix_tree"
-        rm -f "$d/$s.nbest"
+        decoded+=("$d/$s.nbest" "$t/$s.en" "$d/$s.nbest.feat.gz")
       fi
     done
+    rerank_lists ${#added[@]} ${added[@]+"${added[@]}"} --encdec "RNNS0=$rnnsearch"
+    rerank_lists ${#reused[@]} ${reused[@]+"${reused[@]}"} --drop LSTM0 RMN0 MOG0 --encdec "RNNS0=$rnnsearch"
+    rerank_lists ${#decoded[@]} ${decoded[@]+"${decoded[@]}"} "${features[@]}"
+    for ((i = 0; i < ${#decoded[@]}; i += 3)); do rm -f "${decoded[i]}"; done
   done
 done
 

@@ -55,6 +55,8 @@ class RerankConfig:
     seed: int = C.field(1, help="the optimiser's random seed (MERT's starts, kbMIRA's order, PRO's samples)")
     one_best: str = C.field("", help="reranked 1-best (tokenized), one line per sentence")
     precision: int = C.field(6, help="significant digits of the numbers written (Moses: 6)")
+    also: list[str] = C.field([], help="more lists to add the same features to, the models loaded once: NBEST SRC "
+                                       "OUTPUT triples (with --output only: no --tune, --weights or --one-best)")
 
 
 _MULTI = ("--lm", "--kenlm", "--encdec")
@@ -82,7 +84,35 @@ def check_paths(cfg: RerankConfig) -> None:
         for item in items:
             name, path = R.parse_named(item, kind)
             inputs[f"{kind} {name}"] = path
+    for k, (nbest, src, output) in enumerate(also_lists(cfg), start=1):
+        inputs[f"--also {k}: NBEST"], inputs[f"--also {k}: SRC"] = nbest, src
+        outputs[f"--also {k}: OUTPUT"] = output
     refuse_overwriting_inputs(outputs, inputs)
+
+
+def also_lists(cfg: RerankConfig) -> list[tuple[str, str, str]]:
+    """``--also``'s (NBEST, SRC, OUTPUT) triples; refused unless the run only adds features."""
+    if not cfg.also:
+        return []
+    if len(cfg.also) % 3:
+        raise UsageError(f"--also takes NBEST SRC OUTPUT triples; got {len(cfg.also)} path(s)")
+    if not cfg.output or cfg.tune or cfg.weights or cfg.one_best:
+        raise UsageError("--also adds features only: give --output, and no --tune, --weights or --one-best")
+    return [tuple(cfg.also[i:i + 3]) for i in range(0, len(cfg.also), 3)]  # type: ignore[misc]
+
+
+def read_list(nbest: str, src: str) -> tuple[list[NBestEntry], list[list[str]] | None, int]:
+    """An n-best list, its sources (checked against its ids) and its number of sentences."""
+    entries = list(iter_nbest(nbest))
+    if not entries:
+        raise UsageError(f"{nbest}: empty n-best list")
+    sources = None
+    num = max(e.sent_id for e in entries) + 1
+    if src:
+        sources = [line.split() for line in read_lines(src, allow_empty=True)]
+        R.check_ids(entries, len(sources), nbest)
+        num = len(sources)
+    return entries, sources, num
 
 
 def load_model(path: str, which: str, build):
@@ -129,24 +159,28 @@ def run(cfg: RerankConfig) -> dict:
         raise UsageError(f"--optimizer-impl must be one of {', '.join(IMPLS)}, not {cfg.optimizer_impl!r}")
     if cfg.encdec and not cfg.src:
         raise UsageError("--encdec needs --src (the source sentence of each n-best id)")
+    also = also_lists(cfg)
     check_paths(cfg)
-    entries = list(iter_nbest(cfg.nbest))
-    if not entries:
-        raise UsageError(f"{cfg.nbest}: empty n-best list")
-    sources = None
-    num = max(e.sent_id for e in entries) + 1
-    if cfg.src:
-        sources = [line.split() for line in read_lines(cfg.src, allow_empty=True)]
-        R.check_ids(entries, len(sources), cfg.nbest)
-        num = len(sources)
-
+    entries, sources, num = read_list(cfg.nbest, cfg.src)
+    layout = [n for n, _ in entries[0].features]
     specs = feature_specs(cfg.lm, cfg.kenlm, cfg.encdec, checkpoint=cfg.checkpoint, batch_size=cfg.batch_size,
-                          max_tokens=cfg.max_tokens, taken={n for n, _ in entries[0].features},
-                          prefix_tree=cfg.prefix_tree)
+                          max_tokens=cfg.max_tokens, taken=set(layout), prefix_tree=cfg.prefix_tree)
     values = R.compute_features(entries, specs, sources)
     entries = R.add_features(entries, values)
     if cfg.drop:
         entries = R.drop_features(entries, cfg.drop, cfg.nbest)
+    for nbest, src, output in also:  # the same models on more lists of the same layout, each written whole
+        more, more_sources, _ = read_list(nbest, src)
+        if [n for n, _ in more[0].features] != layout:
+            raise DataError(nbest, more[0].line_no, f"features {' '.join(n for n, _ in more[0].features)}; "
+                                                    f"--nbest {cfg.nbest} has {' '.join(layout)}")
+        if cfg.encdec and not src:
+            raise UsageError("--encdec needs each --also list's SRC")
+        more = R.add_features(more, R.compute_features(more, specs, more_sources))
+        if cfg.drop:
+            more = R.drop_features(more, cfg.drop, nbest)
+        with atomic_write(output) as fh:
+            write_nbest(fh, more, precision=cfg.precision)
 
     weights = Weights.read(cfg.weights) if cfg.weights else None
     summary: dict = {"sentences": num, "hypotheses": len(entries), "new_features": [s.name for s in specs],

@@ -157,6 +157,38 @@ def test_ids_out_of_range_and_malformed_lines(tmp_path: Path, capsys) -> None:
     assert refused(capsys, "already", rerank_main(["--nbest", str(nb), "--output", str(tmp_path / "o"), "--kenlm", f"LM0={ARPA}"]))
 
 
+def test_also_adds_the_same_features_to_more_lists(models, tmp_path: Path, capsys) -> None:
+    """--also NBEST SRC OUTPUT ...: each list gets, byte for byte, what a call of its own writes (the models loaded
+    once); a list of another feature layout, an incomplete triple, --tune with --also and an --also output that is
+    an input are refused (exit 2, one line), nothing written."""
+    nb, src = _write(tmp_path)
+    nb2, src2 = tmp_path / "two.nbest", tmp_path / "two.en"
+    nb2.write_text("0 ||| t4 t1  ||| LM0= -2 WordPenalty0= -2 ||| -1.0\n1 ||| t2  ||| LM0= -1 WordPenalty0= -1 ||| -0.5\n",
+                   encoding="utf-8")
+    src2.write_text("s4 s1\ns2\n", encoding="utf-8")
+    feats = ["--lm", f"LSTM0={models['lm']}", "--kenlm", f"KENLM0={ARPA}", "--encdec", f"RNN0={models['encdec']}",
+             "--drop", "WordPenalty0"]
+    assert rerank_main(["--nbest", str(nb), "--src", str(src), "--output", str(tmp_path / "a1"), *feats]) == 0
+    assert rerank_main(["--nbest", str(nb2), "--src", str(src2), "--output", str(tmp_path / "b1"), *feats]) == 0
+    assert rerank_main(["--nbest", str(nb), "--src", str(src), "--output", str(tmp_path / "a2"), *feats,
+                        "--also", str(nb2), str(src2), str(tmp_path / "b2")]) == 0
+    assert (tmp_path / "a2").read_bytes() == (tmp_path / "a1").read_bytes()
+    assert (tmp_path / "b2").read_bytes() == (tmp_path / "b1").read_bytes()
+    assert "RNN0=" in (tmp_path / "b2").read_text() and "WordPenalty0" not in (tmp_path / "b2").read_text()
+    other = tmp_path / "other.nbest"
+    other.write_text("0 ||| t4  ||| LM0= -2 ||| -1.0\n", encoding="utf-8")
+    capsys.readouterr()
+    for extra, pattern in (([str(other), str(src2), str(tmp_path / "c")], r"other\.nbest:1: features LM0"),
+                           ([str(nb2), str(src2)], "NBEST SRC OUTPUT triples"),
+                           ([str(nb2), str(src2), str(tmp_path / "c"), "--tune", "--ref", str(src)], "adds features only"),
+                           ([str(nb2), str(src2), str(nb)], "")):
+        assert refused(capsys, pattern, rerank_main(["--nbest", str(nb), "--src", str(src), "--output",
+                                                     str(tmp_path / "a3"), "--kenlm", f"KENLM0={ARPA}",
+                                                     "--also", *extra]))
+        assert not (tmp_path / "c").exists() and not (tmp_path / "a3").exists()
+    assert nb.read_text(encoding="utf-8") == NBEST
+
+
 def _synthetic(tmp: Path) -> tuple[Path, Path]:
     """Each sentence: the decoder's total prefers a wrong hypothesis; feature GOOD marks the reference."""
     lines, refs = [], []

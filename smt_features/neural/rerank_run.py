@@ -74,8 +74,9 @@ def _weights_out(cfg: RerankConfig) -> str:
     return cfg.weights_out or ((cfg.output or cfg.nbest) + ".weights")
 
 
-def check_paths(cfg: RerankConfig) -> None:
-    """Refuse, before anything is read or written, an output that is an input (or another output)."""
+def check_paths(cfg: RerankConfig, also: Sequence[tuple[str, str, str]] = ()) -> None:
+    """Refuse, before anything is read or written, an output that is an input (or another output); ``also``:
+    the ``--also`` triples (:func:`also_lists`)."""
     outputs = {"--output": cfg.output or None, "--one-best": cfg.one_best or None,
                "--weights-out": _weights_out(cfg) if cfg.tune else None}
     inputs: dict[str, str | None] = {"--nbest": cfg.nbest, "--src": cfg.src or None, "--ref": cfg.ref or None,
@@ -84,7 +85,7 @@ def check_paths(cfg: RerankConfig) -> None:
         for item in items:
             name, path = R.parse_named(item, kind)
             inputs[f"{kind} {name}"] = path
-    for k, (nbest, src, output) in enumerate(also_lists(cfg), start=1):
+    for k, (nbest, src, output) in enumerate(also, start=1):
         inputs[f"--also {k}: NBEST"], inputs[f"--also {k}: SRC"] = nbest, src
         outputs[f"--also {k}: OUTPUT"] = output
     refuse_overwriting_inputs(outputs, inputs)
@@ -98,6 +99,8 @@ def also_lists(cfg: RerankConfig) -> list[tuple[str, str, str]]:
         raise UsageError(f"--also takes NBEST SRC OUTPUT triples; got {len(cfg.also)} path(s)")
     if not cfg.output or cfg.tune or cfg.weights or cfg.one_best:
         raise UsageError("--also adds features only: give --output, and no --tune, --weights or --one-best")
+    if cfg.encdec and not all(cfg.also[1::3]):
+        raise UsageError("--encdec needs each --also list's SRC")
     return [tuple(cfg.also[i:i + 3]) for i in range(0, len(cfg.also), 3)]  # type: ignore[misc]
 
 
@@ -160,27 +163,27 @@ def run(cfg: RerankConfig) -> dict:
     if cfg.encdec and not cfg.src:
         raise UsageError("--encdec needs --src (the source sentence of each n-best id)")
     also = also_lists(cfg)
-    check_paths(cfg)
+    check_paths(cfg, also)
     entries, sources, num = read_list(cfg.nbest, cfg.src)
     layout = [n for n, _ in entries[0].features]
-    specs = feature_specs(cfg.lm, cfg.kenlm, cfg.encdec, checkpoint=cfg.checkpoint, batch_size=cfg.batch_size,
-                          max_tokens=cfg.max_tokens, taken=set(layout), prefix_tree=cfg.prefix_tree)
-    values = R.compute_features(entries, specs, sources)
-    entries = R.add_features(entries, values)
-    if cfg.drop:
-        entries = R.drop_features(entries, cfg.drop, cfg.nbest)
-    for nbest, src, output in also:  # the same models on more lists of the same layout, each written whole
+    more_lists = []  # the --also lists, all read and checked before a model is loaded or a file written
+    for nbest, src, output in also:
         more, more_sources, _ = read_list(nbest, src)
         if [n for n, _ in more[0].features] != layout:
             raise DataError(nbest, more[0].line_no, f"features {' '.join(n for n, _ in more[0].features)}; "
                                                     f"--nbest {cfg.nbest} has {' '.join(layout)}")
-        if cfg.encdec and not src:
-            raise UsageError("--encdec needs each --also list's SRC")
-        more = R.add_features(more, R.compute_features(more, specs, more_sources))
-        if cfg.drop:
-            more = R.drop_features(more, cfg.drop, nbest)
+        more_lists.append((more, more_sources, nbest, output))
+    specs = feature_specs(cfg.lm, cfg.kenlm, cfg.encdec, checkpoint=cfg.checkpoint, batch_size=cfg.batch_size,
+                          max_tokens=cfg.max_tokens, taken=set(layout), prefix_tree=cfg.prefix_tree)
+
+    def with_features(items: list[NBestEntry], srcs: list[list[str]] | None, path: str) -> list[NBestEntry]:
+        items = R.add_features(items, R.compute_features(items, specs, srcs))
+        return R.drop_features(items, cfg.drop, path) if cfg.drop else items
+
+    entries = with_features(entries, sources, cfg.nbest)
+    for more, more_sources, nbest, output in more_lists:  # the same models, each list written whole
         with atomic_write(output) as fh:
-            write_nbest(fh, more, precision=cfg.precision)
+            write_nbest(fh, with_features(more, more_sources, nbest), precision=cfg.precision)
 
     weights = Weights.read(cfg.weights) if cfg.weights else None
     summary: dict = {"sentences": num, "hypotheses": len(entries), "new_features": [s.name for s in specs],

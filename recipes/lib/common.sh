@@ -39,8 +39,72 @@ quick_flag() { if [ "$1" = 1 ]; then echo --quick; fi; }
 # abs_dir DIR: creates DIR and prints its absolute path.
 abs_dir() { mkdir -p "$1" && (cd "$1" && pwd); }
 
-# config_value FILE[:SECTION] KEY...: one value of a recipe's config.yaml (lists: one item a line).
-config_value() { "$py" "$lib/config_value.py" "$@"; }
+# config_value FILE[:SECTION] KEY... | config_value --flags FILE:SECTION: one value of a recipe's config.yaml
+# (lists: one item a line), or a section as flags (recipes/lib/config_value.py says how). A FILE read by
+# config_load is answered from memory, the same text and the same refusal, without a Python process.
+declare -A _config=()
+config_value() {
+  local flags=0
+  _config_missing=""
+  [ "$1" = --flags ] && [ $# = 2 ] && flags=1
+  # config_value.py's own answer: FILE not loaded, a usage error, a section's value, a value's flags
+  if [ $flags = 1 ] && _config_node "$2" && [ "${_config_text:0:2}" = $'\x1e=' ]; then
+    printf '%s' "${_config_text:2}"
+  elif [ $flags = 0 ] && [ $# -ge 2 ] && [ "${1:0:1}" != - ] && _config_node "$@" && \
+       [ "${_config_text:0:1}" != $'\x1e' ]; then
+    printf '%s' "$_config_text"
+  elif [ "${_config_missing:-}" ]; then
+    echo "$_config_missing" >&2
+    return 1
+  else
+    "$py" "$lib/config_value.py" "$@"
+  fi
+}
+
+# config_has FILE[:SECTION] KEY...: status 0 when FILE has that value or section, 1 when it has not.
+config_has() {
+  if _config_node "$@"; then return 0; fi
+  [ -z "${_config_missing:-}" ] || return 1
+  config_value "$@" > /dev/null 2>&1
+}
+
+# _config_node FILE[:SECTION] KEY...: status 0 with the node's record of a loaded FILE in _config_text (a section:
+# \x1e, then "=" and its flags or "?"); 1 with config_value.py's refusal in _config_missing when a key is not
+# there; 1 with _config_missing empty when FILE is not loaded.
+_config_node() {
+  local spec=$1 file=${1%%:*} section=${1#*:} key path where="the file"
+  shift
+  [ "$section" != "$spec" ] || section=""
+  _config_missing=""
+  _config_text=""
+  [ -n "${_config[$file]+x}" ] || return 1
+  path=$file
+  for key in ${section:+"$section"} "$@"; do
+    if [ "${_config[$path]:0:1}" != $'\x1e' ] || [ -z "${_config[$path$'\x1f'$key]+x}" ]; then
+      _config_missing="config_value.py: $file: no $key in $where"
+      return 1
+    fi
+    path=$path$'\x1f'$key
+    where=$key
+  done
+  _config_text=${_config[$path]}
+}
+
+# config_load FILE: reads FILE once (one Python process: config_value.py --dump), so that config_value and
+# config_has answer from memory in this shell and in the subshells it starts ($(config_value ...)). For a
+# recipe's own config: an input that does not change during the run. Stops (status 1, config_value.py's one
+# line) when FILE can't be read.
+config_load() {
+  [ -z "${_config[$1]+x}" ] || return 0
+  local key text whole=0
+  local -A read_now=()
+  while IFS= read -r -d '' key && IFS= read -r -d '' text; do
+    if [ "$key" = $'\x1f'end ]; then whole=1; break; fi
+    read_now[$key]=$text
+  done < <("$py" "$lib/config_value.py" --dump "$1")
+  [ $whole = 1 ] || return 1
+  for key in "${!read_now[@]}"; do _config[$key]=${read_now[$key]}; done
+}
 
 # run_cmd CMD...: run CMD. RECIPE_TRACE=1 (a shell variable of the recipe, not exported): print it first,
 # shell-quoted after "+"; RECIPE_DRY_RUN=1: print it and run nothing.

@@ -29,6 +29,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cfg=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 [ -f "$cfg" ] || { echo "experiment.sh: no config $cfg" >&2; exit 2; }
+config_load "$cfg"
 quick=0
 work=""
 runs=""
@@ -66,7 +67,7 @@ case $work in /*) ;; *) work=$PWD/$work ;; esac
 files_root=${files_root:-$PWD}
 under_root() { case $1 in /*) echo "$1" ;; *) echo "$files_root/$1" ;; esac; }
 prepare_section=prepare
-if [ $quick = 1 ] && "$py" "$lib/config_value.py" "$cfg" prepare_quick > /dev/null 2>&1; then
+if [ $quick = 1 ] && config_has "$cfg" prepare_quick; then
   prepare_section=prepare_quick
 fi
 runs=${runs:-$(config_value "$x" mert_runs)}
@@ -83,7 +84,7 @@ qflag=$(quick_flag $quick)
 
 # the data: a registry corpus, or plain files (the set names: the prefixes' base names)
 prep=("$bin/nmt-prepare" --config "$cfg:$prepare_section" --src-lang "$src" --tgt-lang "$tgt" --out-dir "$work/smt/data")
-if "$py" "$lib/config_value.py" "$x" files > /dev/null 2>&1; then
+if config_has "$x" files; then
   train_prefix=$(under_root "$(config_value "$x" files train)")
   dev_prefix=$(under_root "$(config_value "$x" files dev)")
   mapfile -t test_prefixes < <(config_value "$x" files tests)

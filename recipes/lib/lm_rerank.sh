@@ -89,6 +89,7 @@ case $optimizer in mert) osuffix="" ;; kbmira | pro) osuffix=.$optimizer ;;
   *) echo "lm_rerank.sh: --optimizer must be mert, kbmira or pro, not '$optimizer'" >&2; exit 2 ;;
 esac
 quick_suffix
+config_load "$cfg"
 prefix_tree=${prefix_tree:-$(config_value "$cfg:smt$suffix" rerank_prefix_tree 2> /dev/null || true)}
 prefix_tree=${prefix_tree:-true}
 case ${prefix_tree,,} in true | false) prefix_tree=${prefix_tree,,} ;;

@@ -95,6 +95,7 @@ done
 case $stop_after in "" | rescore) ;; *) echo "rnn_rescore.sh: --stop-after takes 'rescore', not '$stop_after'" >&2; exit 2 ;; esac
 [ "$reverse" != 1 ] || [ -z "$reverse_model" ] || { echo "rnn_rescore.sh: give --reverse or --reverse-model, not both" >&2; exit 2; }
 [ -f "$smt/model/moses.ini" ] || { echo "rnn_rescore.sh: no $smt/model/moses.ini: run smt_baseline.sh first" >&2; exit 1; }
+config_load "$cfg"
 smt_cfg=$cfg:smt$([ $quick = 1 ] && echo _quick || true)
 dev=${dev:-$(config_value "$smt_cfg" dev)}
 tests=${tests:-$(config_value "$smt_cfg" tests)}

@@ -45,6 +45,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$cfg" ] && [ -n "$work" ] || { echo "smt_baseline.sh: give --config YAML and --work DIR" >&2; exit 2; }
+config_load "$cfg"
 smt=$cfg:smt$([ $quick = 1 ] && echo _quick || true)
 dev=${dev:-$(config_value "$smt" dev)}
 tests=${tests:-$(config_value "$smt" tests)}

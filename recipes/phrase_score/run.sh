@@ -46,9 +46,11 @@ while [ $# -gt 0 ]; do
 done
 case $stop_after in "" | rescore) ;; *) echo "phrase_score/run.sh: --stop-after takes 'rescore', not '$stop_after'" >&2; exit 2 ;; esac
 quick_suffix
+config_load "$cfg"
 exp_cfg=$(dirname "$cfg")/$(config_value "$cfg:ablation" experiment)
 [ -f "$exp_cfg" ] || { echo "phrase_score/run.sh: $cfg: no experiment config $exp_cfg" >&2; exit 2; }
 exp_cfg=$(cd "$(dirname "$exp_cfg")" && pwd)/$(basename "$exp_cfg")
+config_load "$exp_cfg"
 name=$(basename "$cfg" .yaml)
 exp_work=${exp_work:-$root/work/experiment/$(basename "$exp_cfg" .yaml)$suffix}
 smt=$exp_work/smt
@@ -72,9 +74,9 @@ value() { config_value "$cfg:$1$suffix" "$2" "$3" 2> /dev/null || true; }  # val
 # the models the rows need, in order of first use
 models=""
 for row in $rows; do
-  config_value "$cfg:rows$suffix" "$row" > /dev/null 2>&1 || { echo "phrase_score/run.sh: $cfg: no row '$row' in rows$suffix" >&2; exit 2; }
+  config_has "$cfg:rows$suffix" "$row" || { echo "phrase_score/run.sh: $cfg: no row '$row' in rows$suffix" >&2; exit 2; }
   for m in $(value rows "$row" model) $(value rows "$row" reverse_model); do
-    config_value "$cfg:models$suffix" "$m" > /dev/null 2>&1 || \
+    config_has "$cfg:models$suffix" "$m" || \
       { echo "phrase_score/run.sh: $cfg: row '$row': no model '$m' in models$suffix" >&2; exit 2; }
     grep -qw -- "$m" <<< "$models" || models="$models $m"
   done

@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$work" ] || { echo "run.sh: give --work DIR" >&2; exit 2; }
+config_load "$here/config.yaml"
 cfg=$here/config.yaml:scaling$([ $quick = 1 ] && echo _quick || true)
 sizes=${sizes:-$(config_value "$cfg" sizes)}
 stages=${stages:-$(config_value "$cfg" stages)}

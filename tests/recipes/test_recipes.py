@@ -155,6 +155,66 @@ def test_config_value_and_run_step(tmp_path: Path) -> None:
     assert (tmp_path / "ran1").exists() and not (tmp_path / "ran2").exists()
 
 
+def test_config_load_answers_as_config_value_py(tmp_path: Path) -> None:
+    """After `config_load FILE`, common.sh's config_value answers from memory (no Python process: py is
+    /bin/false then) with config_value.py's own output, refusal and exit status; config_has says which nodes
+    exist; a file that cannot be read stops config_load with config_value.py's one line."""
+    import contextlib
+    import io
+    sys.path.insert(0, str(ROOT / "recipes" / "lib"))
+    try:
+        import config_value
+    finally:
+        sys.path.pop(0)
+    lib = ROOT / "recipes" / "lib"
+    mine = tmp_path / "my config.yaml"
+    mine.write_text("a:\n  n: 3\n  x: 0.3\n  none: null\n  flag: true\n  no_: false\n  list: [p, 2, q r]\n"
+                    "  deep: {inner: {k: v}}\n  empty_list: []\n  odd: 'two\n\n    lines'\n"
+                    "  flags: {max_len: 50, drop: true, keep: false, sets: [a, b], nothing: null}\n"
+                    "top_value: 7\n1: not a string key\n", encoding="utf-8")
+    multi30k = ROOT / "recipes" / "experiment" / "multi30k.yaml"
+    questions = [  # (asked from memory, or config_value.py's to answer: a section's value, flags of a value)
+        [f"{mine}:a", "n"], [f"{mine}:a", "x"], [f"{mine}:a", "none"], [f"{mine}:a", "flag"], [f"{mine}:a", "no_"],
+        [f"{mine}:a", "list"], [f"{mine}:a", "deep", "inner", "k"], [f"{mine}:a", "empty_list"], [f"{mine}:a", "odd"],
+        [f"{mine}:a", "missing"], [f"{mine}:nosection", "n"], [f"{mine}:a", "n", "below_a_value"],
+        [f"{mine}:a", "deep", "missing", "k"], [str(mine), "top_value"], [str(mine), "1"], [str(mine), "a", "n"],
+        [f"{mine}:top_value", "k"], ["--flags", f"{mine}:a"], ["--flags", f"{mine}:a:flags"],
+        [f"{mine}:a:flags", "max_len"], ["--flags", f"{mine}:nosection"],
+        [f"{multi30k}:smt_quick", "mert_nbest"], [f"{multi30k}:experiment", "systems"],
+        ["--flags", f"{multi30k}:train_phrases_quick"], [f"{multi30k}:smt", "no_such_key"],
+    ]
+
+    def direct(question: list[str]) -> tuple[int, str, str]:
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                code = config_value.main(question)
+        except SystemExit as stop:
+            return 1, out.getvalue(), f"{stop.code}\n"
+        return code, out.getvalue(), ""
+
+    lines = [f'source "{lib}/common.sh"', f'config_load "{mine}"', f'config_load "{multi30k}"', "py=/bin/false",
+             "set +e"]
+    for i, question in enumerate(questions):
+        words = " ".join(map(shlex.quote, question))
+        lines += [f'(config_value {words}) > "{tmp_path}/out.{i}" 2> "{tmp_path}/err.{i}"; echo $? > "{tmp_path}/rc.{i}"',
+                  f'config_has {words} && touch "{tmp_path}/has.{i}"']
+    (tmp_path / "ask.sh").write_text("\n".join(lines) + "\nexit 0\n", encoding="utf-8")
+    run(str(tmp_path / "ask.sh"))
+    for i, question in enumerate(questions):
+        got = tuple(f(tmp_path / f"{name}.{i}") for f, name in ((lambda p: int(p.read_text()), "rc"),
+                                                                 (Path.read_text, "out"), (Path.read_text, "err")))
+        assert got == direct(question), question
+        if question[0] != "--flags":
+            assert (tmp_path / f"has.{i}").exists() == (got[0] == 0), question
+    # a section asked as a value is config_value.py's to print (py is /bin/false here: status 1, nothing printed)
+    assert direct([f"{mine}:a", "deep"])[1].startswith("{")
+    gone = subprocess.run(["bash", "-c", f'source "{lib}/common.sh"; config_load "{tmp_path}/gone.yaml"; echo after'],
+                          capture_output=True, text=True, timeout=60, env=ENV)
+    assert gone.returncode == 1 and gone.stdout == ""
+    assert gone.stderr == f"config_value.py: {tmp_path}/gone.yaml: No such file or directory\n"
+
+
 def test_lm_rerank_refuses_an_unknown_optimizer(tmp_path: Path) -> None:
     """lm_rerank.sh --optimizer: mert, kbmira or pro; anything else stops before any work (exit 2)."""
     proc = subprocess.run(["bash", "recipes/lib/lm_rerank.sh", "--config", "c.yaml", "--smt-work", str(tmp_path / "smt"),

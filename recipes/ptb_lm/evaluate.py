@@ -1,11 +1,11 @@
-"""Valid and test perplexity of one trained LM: ``nmt-lm-eval`` on each split (and, for a stream-trained model,
-again with the sentences independent), run in one process so that torch starts once per model, not 2-4 times.
+"""Valid and test perplexity of trained LMs: ``nmt-lm-eval`` on each split (and, for a stream-trained model,
+again with the sentences independent), all in one process so that torch starts once, not 2-4 times per model.
 
-    recipes/ptb_lm/evaluate.py --model DIR --name NAME [--threads N]
+    recipes/ptb_lm/evaluate.py --model DIR --name NAME [--model DIR --name NAME ...] [--threads N]
 
-Writes DIR/valid.json, DIR/test.json (+ DIR/{valid,test}.sentence.json for a stream-trained model) and
-prints nmt-lm-eval's lines, exactly as the separate calls did; stops at the first failing call, with its
-exit status.
+Writes DIR/valid.json, DIR/test.json (+ DIR/{valid,test}.sentence.json for a stream-trained model) for each
+model, in the order given, and prints nmt-lm-eval's lines, exactly as the separate calls did; stops at the first
+failing call, with its exit status.
 """
 from __future__ import annotations
 
@@ -32,21 +32,27 @@ def runs(model: Path, name: str, threads: int, regime: str) -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, type=Path, help="an nmt-lm-train folder")
-    p.add_argument("--name", required=True, help="the model's name in the output lines")
+    p.add_argument("--model", required=True, type=Path, action="append", help="an nmt-lm-train folder (repeatable)")
+    p.add_argument("--name", required=True, action="append", help="the model's name in the output lines (one per "
+                                                                    "--model, in the same order)")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
-    config = args.model / "config.yaml"
-    if not config.is_file():
-        print(f"evaluate.py: {config}: not found (train the model first)", file=sys.stderr)
-        return 2
-    regime = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("data", {}).get("regime", "sentence")
-    for call in runs(args.model, args.name, args.threads, regime):
-        status = lm_eval(call)
-        if status:
-            return status
+    if len(args.name) != len(args.model):
+        p.error(f"{len(args.model)} --model but {len(args.name)} --name: give one name per model")
+    regimes = []
+    for model in args.model:  # every model checked before any is evaluated
+        config = model / "config.yaml"
+        if not config.is_file():
+            print(f"evaluate.py: {config}: not found (train the model first)", file=sys.stderr)
+            return 2
+        regimes.append((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("data", {}).get("regime",
+                                                                                                      "sentence"))
+    for model, name, regime in zip(args.model, args.name, regimes):
+        for call in runs(model, name, args.threads, regime):
+            status = lm_eval(call)
+            if status:
+                return status
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

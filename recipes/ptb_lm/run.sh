@@ -107,13 +107,10 @@ if [ $kenlm = 1 ]; then
   done
 fi
 
-for m in $models; do
-  echo "== $m$suffix"
-  "$py" -m nmt.cli.lm_train --config "$cfg:$m$suffix" --out-dir "$work/$m" --resume --threads "$threads" \
-    ${epoch_flag[@]+"${epoch_flag[@]}"} ${data_flags[@]+"${data_flags[@]}"}
-  # nmt-lm-eval on valid and test (+ sentences independent for a stream-trained model), in one process
-  "$py" "$here/evaluate.py" --model "$work/$m" --name "$m" --threads "$threads"
-done
+# the neural LMs, one after the other, then nmt-lm-eval of each on valid and test (+ sentences independent for a
+# stream-trained model): one process (train_models.py), so that torch starts once
+"$py" "$here/train_models.py" --config "$cfg" --suffix="$suffix" --work "$work" --models "$models" \
+  --threads "$threads" -- ${epoch_flag[@]+"${epoch_flag[@]}"} ${data_flags[@]+"${data_flags[@]}"}
 
 echo "== table"
 kenlm_flag=()

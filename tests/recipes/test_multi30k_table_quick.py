@@ -69,15 +69,29 @@ def test_phrase_score_ablation_quick(m30k_table: QuickExperiment) -> None:
 
 
 @pytest.mark.slow
-def test_multi30k_table_quick_rnn_rows(m30k_table: QuickExperiment) -> None:
-    """+RNN and +RNN+WP: the rescored table's 6 scores and the tuned moses.ini that reads them."""
-    m30k_table.run("Baseline +RNN +RNN+WP")
+def test_multi30k_table_quick_rnn_row(m30k_table: QuickExperiment) -> None:
+    """+RNN: the rescored table's 6 scores and the tuned moses.ini that reads them, WP's weight fixed at 0."""
+    m30k_table.run("Baseline +RNN")
     rnn = m30k_table.work / "rnn"
     with gzip.open(rnn / "phrase-table.rnn.gz", "rt", encoding="utf-8") as fh:
         first = fh.readline().split(" ||| ")
     assert len(first[2].split()) == 6                              # 4 Moses scores + p_rnn(e|f) + WP
     tuned = (rnn / "rnn.tune.1" / "moses.tuned.ini").read_text()
     assert "num-features=6" in tuned and re.search(r"^TranslationModel0=( \S+){5} 0$", tuned, re.M)
+    assert not (rnn / "rnnwp.tune.1").exists()
+    table = (m30k_table.work / "scores.md").read_text()
+    for system in M30K_ROWS[:2]:
+        table_row(table, system)
+    assert "| +RNN+WP |" not in table
+
+
+@pytest.mark.slow
+def test_multi30k_table_quick_rnn_wp_row(m30k_table: QuickExperiment) -> None:
+    """+RNN+WP: the same rescored table, MERT tuning WP's weight too."""
+    m30k_table.run("Baseline +RNN +RNN+WP")
+    tuned = (m30k_table.work / "rnn" / "rnnwp.tune.1" / "moses.tuned.ini").read_text()
+    assert "num-features=6" in tuned and re.search(r"^TranslationModel0=( \S+){6}$", tuned, re.M)
+    assert not re.search(r"^TranslationModel0=( \S+){5} 0$", tuned, re.M)
     table = (m30k_table.work / "scores.md").read_text()
     for system in M30K_ROWS[:3]:
         table_row(table, system)

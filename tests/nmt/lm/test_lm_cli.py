@@ -469,3 +469,22 @@ def test_recipe_quick_smoke(tmp_path: Path) -> None:
     words, lines = _counts(data / "ptb.test.txt")
     assert res["num_tokens"] == words + lines
     assert json.loads((work / "lstm-1x128/summary.json").read_text())["epochs"] == 1
+
+
+def test_recipe_evaluate_checks_every_model_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """recipes/ptb_lm/evaluate.py takes --model/--name pairs (run.sh evaluates all its models in one process):
+    one name per model, and a model that is not trained stops it before any model is evaluated."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ptb_lm_evaluate", ROOT / "recipes" / "ptb_lm" / "evaluate.py")
+    recipe_evaluate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe_evaluate)
+    trained, missing = tmp_path / "a", tmp_path / "b"
+    trained.mkdir()
+    (trained / "config.yaml").write_text("data: {regime: sentence}\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as stop:
+        recipe_evaluate.main(["--model", str(trained), "--model", str(missing), "--name", "a"])
+    assert stop.value.code == 2 and "2 --model but 1 --name" in capsys.readouterr().err
+    assert recipe_evaluate.main(["--model", str(trained), "--name", "a", "--model", str(missing), "--name", "b"]) == 2
+    assert f"evaluate.py: {missing / 'config.yaml'}: not found" in capsys.readouterr().err
+    assert sorted(p.name for p in trained.iterdir()) == ["config.yaml"]     # the first model was not evaluated

@@ -54,5 +54,6 @@ def main(argv: list[str] | None = None) -> int:
                 return status
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,7 +5,7 @@ and again per evaluation.
     recipes/ptb_lm/train_models.py --config CFG --work DIR --models "NAME ..." [--suffix=-quick] [--threads N]
                                    [-- further nmt-lm-train flags]
 
-For each NAME: ``nmt-lm-train --config CFG:NAME SUFFIX --out-dir DIR/NAME --resume --threads N [flags]`` (its
+For each NAME: ``nmt-lm-train --config CFG:NAME<SUFFIX> --out-dir DIR/NAME --resume --threads N [flags]`` (its
 own seed: the same checkpoints as one process per model); then ``evaluate.py``'s nmt-lm-eval calls of every
 model. Stops at the first failing call with its exit status.
 """

@@ -18,8 +18,9 @@ Building (:func:`binarize_table`) reads the table once with the strict reader
 writes the groups as they come and spills ``(hash, offset)`` pairs into
 :data:`BUCKETS` bucket files by the hash's top byte; each bucket is then sorted
 on its own, so memory is bounded by a buffer and one bucket, not by the table.
-A lookup (:meth:`BinaryPhraseTable.get`) binary-searches the hashes and reads
-every group of the same source phrase (the source bytes are compared, so a hash
+A lookup (:meth:`BinaryPhraseTable.get`) bisects an in-memory fence of every
+:data:`FENCE_STRIDE`-th hash, binary-searches the one block of hashes it points to
+(one read), and reads every group of the same source phrase (the source bytes are compared, so a hash
 collision is harmless), giving the table-order list the in-memory table gives.
 
 Staleness (:func:`check_current`) is decided from the table's content, not its modification
@@ -37,6 +38,7 @@ import json
 import mmap
 import os
 import struct
+import sys
 import tempfile
 import weakref
 from array import array
@@ -57,6 +59,8 @@ SPILL_EVERY = 1 << 20
 SUFFIX = ".bin"
 #: bytes hashed at each end of the table for its content stamp
 SAMPLE_BYTES = 1 << 20
+#: one hash in this many is held in memory to find a lookup's block of hashes (8 × this many bytes, one read)
+FENCE_STRIDE = 512
 _GROUP = struct.Struct("<III")
 _PAIR = np.dtype([("h", "<u8"), ("o", "<u8")])
 
@@ -286,17 +290,39 @@ def verify_payload(path: str | os.PathLike[str], header: dict | None = None) -> 
                         f"(payload_blake2b); rebuild it with smt-binarize-table")
 
 
-class _PreadColumn:
-    """A column of little-endian uint64 in the file, read one value at a time with ``os.pread`` (for bisect)."""
+class _SortedKeys:
+    """The sorted u64 column of source-phrase hashes in the file, searched with a small in-memory fence.
+
+    ``fence`` holds every :data:`FENCE_STRIDE`-th hash (8 bytes per stride: 16 bytes per thousand groups). A
+    search bisects the fence, then reads the one block of :data:`FENCE_STRIDE` hashes where the key can be, with
+    a single ``os.pread`` (4 KiB), instead of one ``pread`` per bisection step (about 2 log2 G of them per
+    lookup). Reads go through ``pread``, not the mapping, so that the hash pages do not stay in this process's
+    RSS."""
 
     def __init__(self, fd: int, start: int, n: int) -> None:
         self._fd, self._start, self._n = fd, start, n
+        self._fence = [self._read(i, 1)[0] for i in range(0, n, FENCE_STRIDE)]
 
-    def __len__(self) -> int:
-        return self._n
+    def _read(self, i: int, count: int) -> array:
+        """``count`` hashes from index ``i`` (fewer at the end of the column)."""
+        count = max(0, min(count, self._n - i))
+        values = array("Q", os.pread(self._fd, 8 * count, self._start + 8 * i))
+        if sys.byteorder != "little":
+            values.byteswap()
+        return values
 
-    def __getitem__(self, i: int) -> int:
-        return int.from_bytes(os.pread(self._fd, 8, self._start + 8 * i), "little")
+    def equal_range(self, key: int) -> range:
+        """The indices of the hashes equal to ``key`` (``bisect_left`` … ``bisect_right`` of the column)."""
+        k = bisect.bisect_left(self._fence, key)  # fence[k-1] < key <= fence[k]: the first equal one is after k-1
+        base = max(k - 1, 0) * FENCE_STRIDE
+        block = self._read(base, FENCE_STRIDE)
+        lo = base + bisect.bisect_left(block, key)
+        hi = base + bisect.bisect_right(block, key)
+        while hi == base + len(block) and hi < self._n:  # the key at the next block's start, or a run past it
+            base = hi
+            block = self._read(base, FENCE_STRIDE)
+            hi = base + bisect.bisect_right(block, key)
+        return range(lo, hi)
 
 
 class BinaryPhraseTable:
@@ -324,8 +350,8 @@ class BinaryPhraseTable:
         self._fd = os.open(path, os.O_RDONLY)
         weakref.finalize(self, os.close, self._fd)
         self._n = n
-        self._hashes = _PreadColumn(self._fd, start, n)
-        self._offsets = _PreadColumn(self._fd, start + 8 * n, n)
+        self._hashes = _SortedKeys(self._fd, start, n)
+        self._offsets_at = start + 8 * n
 
     def _group(self, off: int) -> tuple[bytes, int, int, int]:
         """(source bytes, line count, start of the targets, length of the targets) of the group at ``off``."""
@@ -343,12 +369,10 @@ class BinaryPhraseTable:
         """``[(target tuple, scores tuple), …]`` of ``src`` in table order, or ``None``."""
         key = " ".join(src).encode("utf-8")
         h = phrase_hash(key)
-        lo = bisect.bisect_left(self._hashes, h)
-        hi = bisect.bisect_right(self._hashes, h, lo)
         found = None
         k = self.num_scores
-        for i in range(lo, hi):
-            off = self._offsets[i]
+        for i in self._hashes.equal_range(h):
+            off = int.from_bytes(os.pread(self._fd, 8, self._offsets_at + 8 * i), "little")
             ls, n, lt = _GROUP.unpack(os.pread(self._fd, _GROUP.size, off))
             body = os.pread(self._fd, ls + lt + 8 * n * k, off + _GROUP.size)
             if body[:ls] == key:

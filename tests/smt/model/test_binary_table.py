@@ -88,6 +88,33 @@ def test_binary_table_decodes_like_the_memory_table(tmp_path, seed, search):
                     [(h.tokens, h.score, h.values) for h in rb.nbest]
 
 
+@pytest.mark.parametrize("stride", [1, 2, 3, 7, 512])
+def test_lookup_through_the_fence_equals_a_full_binary_search(tmp_path, monkeypatch, stride):
+    """The fenced search (one block of hashes read per lookup) finds what bisecting the whole hash column finds,
+    for every stride, including the source phrase split over two runs (equal hashes across a block's end)."""
+    import bisect
+
+    from smt_features.model import binary_table
+
+    monkeypatch.setattr(binary_table, "FENCE_STRIDE", stride)
+    gz = tmp_path / "pt.gz"
+    random_table(gz, 5)
+    binarize_table(gz, tmp_path / "pt.gz.bin", spill_every=7)
+    mem, binary = PhraseTable.load(gz), BinaryPhraseTable(tmp_path / "pt.gz.bin", source=gz)
+    header = binary.header
+    raw = (tmp_path / "pt.gz.bin").read_bytes()
+    start, n = int(header["index_offset"]), int(header["num_groups"])
+    column = [int.from_bytes(raw[start + 8 * i:start + 8 * i + 8], "little") for i in range(n)]
+    assert column == sorted(column) and len(set(column)) < n  # s0's two runs: two equal hashes
+    keys = column + [0, 2 ** 64 - 1] + [h + 1 for h in column] + [h - 1 for h in column if h]
+    for key in keys:
+        assert binary._hashes.equal_range(key) == range(bisect.bisect_left(column, key),
+                                                         bisect.bisect_right(column, key))
+    for src, entries in mem.entries.items():
+        assert binary.get(src) == entries
+    assert binary.get(("s0", "nope")) is None
+
+
 def _decode_cli(ini: Path, src: Path, tag: str, tmp_path: Path) -> tuple[str, str]:
     out, nb = tmp_path / f"out.{tag}", tmp_path / f"nbest.{tag}"
     assert decode_main(["--moses-ini", str(ini), "--input", str(src), "--output", str(out), "--n-best-list",

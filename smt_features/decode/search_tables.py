@@ -62,24 +62,35 @@ class SearchTables:
         self.fwd_ids: dict = {None: 0}
 
     def make_option(self, src: tuple[str, ...], tgt: tuple[str, ...], scores) -> tuple:
+        return self._complete_option(src, tgt, scores, self._rank_values(tgt, scores, src))
+
+    def _rank_values(self, tgt: tuple[str, ...], scores, src: tuple[str, ...]) -> tuple:
+        """What ranks an option before the table limit: ``(vec, sl, lm_words, fut)``, its stateless feature
+        values, their weighted sum and its future score (``sl`` + each LM's weight × its isolated score)."""
         vec = [0.0] * self.size
         for f, off in self.stateless:
             vals = f.phrase_values(src, tgt, scores)
             vec[off:off + len(vals)] = vals
-        w = self.weights
-        sl = math.fsum(wi * vi for wi, vi in zip(w, vec) if vi)
+        sl = math.fsum(wi * vi for wi, vi in zip(self.weights, vec) if vi)
         lm_words = tuple(lm.lm_words(tgt) for lm in self.lms)
         fut = sl
-        pos_bounds = [0.0] * len(tgt)  # weighted LM bound of each target position
-        bounded = self.options.bound_pruning
         for lm, wl, words in zip(self.lms, self.w_lms, lm_words):
             if wl:
                 fut += wl * lm.null_phrase_score(words)
-                if wl > 0:  # ln p <= bound <= 0 (and ln p(</s>) <= 0), so wl * ln p <= wl * bound
-                    for i, b in enumerate(lm.position_upper_bounds(words)):
-                        pos_bounds[i] += wl * b
-                else:  # a negative LM weight: no bound
-                    bounded = False
+        return vec, sl, lm_words, fut
+
+    def _complete_option(self, src: tuple[str, ...], tgt: tuple[str, ...], scores, ranked: tuple) -> tuple:
+        """The option of a pair kept by the table limit: its rank values, then its score bounds, lexicalized
+        reordering values and ids (in the ``O_*`` layout)."""
+        vec, sl, lm_words, fut = ranked
+        pos_bounds = [0.0] * len(tgt)  # weighted LM bound of each target position
+        bounded = self.options.bound_pruning
+        for lm, wl, words in zip(self.lms, self.w_lms, lm_words):
+            if wl > 0:  # ln p <= bound <= 0 (and ln p(</s>) <= 0), so wl * ln p <= wl * bound
+                for i, b in enumerate(lm.position_upper_bounds(words)):
+                    pos_bounds[i] += wl * b
+            elif wl:  # a negative LM weight: no bound
+                bounded = False
         lr = fid = None
         if self.reordering is not None:
             lr = self.reordering.scores(src, tgt) if scores is not None else None
@@ -108,7 +119,9 @@ class SearchTables:
         return (tid, tgt, sl, tuple(vec), fut, lm_words, ub, tuple(wids), tuple(rest), lr, fid or 0)
 
     def options_for(self, src: tuple[str, ...]) -> list[tuple]:
-        """The ranked, table-limited options of a source phrase (cached); ``[]`` if the table lacks it."""
+        """The ranked, table-limited options of a source phrase (cached); ``[]`` if the table lacks it. Every
+        entry is ranked by its future score; only the ``table_limit`` best are completed (bounds, reordering,
+        ids), as the others are cut."""
         opts = self.option_cache.get(src)
         if opts is not None:
             return opts
@@ -116,10 +129,12 @@ class SearchTables:
         if not entries:
             opts = []
         else:
-            made = [self.make_option(src, tgt, scores) for tgt, scores in entries]
-            made.sort(key=lambda o: -o[O_FUT])  # stable: ties keep file order
+            ranked = [self._rank_values(tgt, scores, src) for tgt, scores in entries]
+            order = sorted(range(len(entries)), key=lambda i: -ranked[i][3])  # stable: ties keep file order
             limit = self.table_limit
-            opts = made[:limit] if limit else made
+            if limit:
+                order = order[:limit]
+            opts = [self._complete_option(src, entries[i][0], entries[i][1], ranked[i]) for i in order]
         self.option_cache[src] = opts
         return opts
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from evaluate import main as evaluate_models  # recipes/ptb_lm/evaluate.py, beside this script
 
-from nmt.cli.lm_train import cli_main as lm_train
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from lm_models import train_models  # noqa: E402  (recipes/lib/lm_models.py)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,12 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(given[:cut])
     train_flags = given[cut + 1:]
     models = args.models.split()
-    for name in models:
-        print(f"== {name}{args.suffix}", flush=True)
-        status = lm_train(["--config", f"{args.config}:{name}{args.suffix}", "--out-dir", str(args.work / name),
-                           "--resume", "--threads", str(args.threads), *train_flags])
-        if status:
-            return status
+    status = train_models(args.config, args.work, models, suffix=args.suffix, threads=args.threads,
+                          flags=train_flags)
+    if status:
+        return status
     pairs = [flag for name in models for flag in ("--model", str(args.work / name), "--name", name)]
     return evaluate_models([*pairs, "--threads", str(args.threads)]) if models else 0
 

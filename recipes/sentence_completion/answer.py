@@ -84,12 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", help="write the accuracies here")
     p.add_argument("--predictions", help="folder for NAME.tsv (id, chosen letter, correct letter, scores)")
+    p.add_argument("--summary", help="write the printed accuracy lines here too")
     args = p.parse_args(argv)
     questions = read_questions(args.questions, args.answers)
     if args.max_questions:
         questions = questions[:args.max_questions]
     batch = [filled(q, c) for _, q, cands, _ in questions for c in cands]
     results = {}
+    lines = []
     for spec in args.model:
         name, _, path = spec.partition("=")
         if not path:
@@ -105,12 +107,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(f"{qid}\t{pick}\t{gold}\t" + " ".join(f"{v:.4f}" for v in s))
         acc = 100.0 * right / len(questions)
         results[name] = {"model": path, "correct": right, "questions": len(questions), "accuracy": round(acc, 2)}
-        print(f"{name}: {right} / {len(questions)} correct = {acc:.2f}% ({path})")
+        lines.append(f"{name}: {right} / {len(questions)} correct = {acc:.2f}% ({path})")
+        print(lines[-1], flush=True)
         if args.predictions:
             Path(args.predictions).mkdir(parents=True, exist_ok=True)
             (Path(args.predictions) / f"{name}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    if args.summary:
+        Path(args.summary).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return 0
 
 

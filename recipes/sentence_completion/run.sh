@@ -49,18 +49,15 @@ echo "== KenLM 5-gram"
   --out-prefix "$work/kenlm/holmes5" --order 5 $([ $quick = 1 ] && echo --discount-fallback)
 model_flags=(--model "kenlm-5gram=$work/kenlm/holmes5.binary")
 
+# the neural LMs trained one after the other, then the questions answered by every model, in one process
+# (train_and_answer.py: torch starts once)
 epoch_flag=()
 [ -n "$epochs" ] && epoch_flag=(--max-epochs "$epochs")
-for m in $models; do
-  echo "== $m$suffix"
-  "$py" -m nmt.cli.lm_train --config "$cfg:$m$suffix" --train "$work/text/train.txt" --valid "$work/text/valid.txt" \
-    --out-dir "$work/$m" --resume --threads "$threads" ${epoch_flag[@]+"${epoch_flag[@]}"}
-  model_flags+=(--model "$m=$work/$m")
-done
-
-echo "== answering the 1,040 questions"
-"$py" "$here/answer.py" --questions "$msr/testing_data.csv" --answers "$msr/test_answer.csv" --threads "$threads" \
-  "${model_flags[@]}" --json "$work/accuracy.json" --predictions "$work/predictions" | tee "$work/accuracy.txt"
+"$py" "$here/train_and_answer.py" --config "$cfg" --suffix="$suffix" --work "$work" --models "$models" \
+  --threads "$threads" --train-text "$work/text/train.txt" --valid-text "$work/text/valid.txt" \
+  ${epoch_flag[@]+"${epoch_flag[@]}"} -- --questions "$msr/testing_data.csv" --answers "$msr/test_answer.csv" \
+  --threads "$threads" "${model_flags[@]}" --json "$work/accuracy.json" --predictions "$work/predictions" \
+  --summary "$work/accuracy.txt"
 echo "training subset: $novels novels ($(wc -l < "$work/text/train.txt") sentences, listed in $work/text/novels.txt);" \
   "RMN paper (whole 41M-word corpus, unidirectional RM(+tM-g), 3 LSTM layers, dropout 0.3): 69.2 %"
 end=$(date +%s)

@@ -1,0 +1,23 @@
+"""Train a recipe's neural LMs one after the other in the calling process: ``nmt-lm-train``'s ``cli_main`` per
+model, each with its own seed (the same checkpoints as one process per model). torch's start-up and its
+optimiser's (``torch._dynamo``, imported by every ``torch.optim`` optimiser) are then paid once per recipe
+stage, not once per model. Used by ``ptb_lm/train_models.py`` and ``sentence_completion/train_and_answer.py``."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from nmt.cli.lm_train import cli_main as lm_train
+
+
+def train_models(config: str | Path, work: Path, models: Sequence[str], *, suffix: str = "", threads: int = 2,
+                 flags: Sequence[str] = ()) -> int:
+    """``nmt-lm-train --config CONFIG:NAME<SUFFIX> --out-dir WORK/NAME --resume --threads N FLAGS`` for each NAME
+    in order; the first non-zero exit status, or 0."""
+    for name in models:
+        print(f"== {name}{suffix}", flush=True)
+        status = lm_train(["--config", f"{config}:{name}{suffix}", "--out-dir", str(work / name), "--resume",
+                           "--threads", str(threads), *flags])
+        if status:
+            return status
+    return 0

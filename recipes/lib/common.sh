@@ -128,15 +128,15 @@ run_step() {
   run_cmd "$@"
 }
 
-# evaluate_output HYP OUT REF NAME JSON: nmt-evaluate on the Moses-tokenized French output HYP, detokenized into
-# OUT, against the raw references REF (the scores in JSON, NAME on the line printed). With truecase=1 (set by
-# --truecase) HYP is detruecased first (nmt-evaluate --detruecase: Moses's detruecase.perl, each sentence's first
-# letter uppercased), so that sacreBLEU sees properly cased text.
-evaluate_output() {
+# evaluate_outputs HYP OUT REF NAME JSON [HYP OUT REF NAME JSON ...]: nmt-evaluate on each Moses-tokenized French
+# output HYP, detokenized into OUT, against the raw references REF (the scores in JSON, NAME on the line printed),
+# all in one process (evaluate_sets.py: nmt-evaluate's cli_main per set; sacremoses is imported once). With
+# truecase=1 (set by --truecase) HYP is detruecased first (nmt-evaluate --detruecase: Moses's detruecase.perl, each
+# sentence's first letter uppercased), so that sacreBLEU sees properly cased text.
+evaluate_outputs() {
   local tc=()
   [ "${truecase:-0}" = 1 ] && tc=(--detruecase)
-  "$bin/nmt-evaluate" --hyp "$1" ${tc[@]+"${tc[@]}"} --detokenize fr --detok-out "$2" --ref "$3" --name "$4" \
-    --json "$5"
+  "$py" "$lib/evaluate_sets.py" ${tc[@]+"${tc[@]}"} "$@"
 }
 
 # first_lines FILE N OUT: prints FILE when N is empty or 0 (every line), else OUT, written (atomically, once)
@@ -165,12 +165,12 @@ binarize_step() {
 # tune_decode_evaluate --label L --moses-ini INI --work-dir TUNE --seed R --text T --dev DEV --tests "A B"
 #                      --threads N [--tune-flags FLAG... --] [--decode-flags FLAG... --]
 # One MERT run and its scores: smt-tune (reused when TUNE/moses.tuned.ini exists) → for the dev set and each
-# test set: smt-decode with the tuned weights → nmt-evaluate (--truecase: detruecased first; detokenized
+# test set: smt-decode with the tuned weights; then nmt-evaluate of them all (evaluate_outputs; --truecase: detruecased first; detokenized
 # French against T/SET.ref.fr) →
 # TUNE/SET.{tok.fr,fr,scores.json} (reused while newer than the tuned weights). L prefixes the log lines and
 # the score names ("L run R SET"). Needs $bin.
 tune_decode_evaluate() {
-  local label="" ini="" tune="" seed="" text="" dev="" tests="" threads="" t0 s hyp
+  local label="" ini="" tune="" seed="" text="" dev="" tests="" threads="" t0 s hyp scored
   local tune_flags=() decode_flags=()
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -194,13 +194,14 @@ tune_decode_evaluate() {
     --dev-ref "$text/$dev.fr" --work-dir "$tune" --seed "$seed" --threads "$threads" --resume \
     ${tune_flags[@]+"${tune_flags[@]}"}
   echo "${label:+$label }MERT run $seed: $(( $(date +%s) - t0 )) s"
+  scored=()
   for s in $dev $tests; do   # the dev set too: the dev column (the tuning set itself)
     fresh "$tune/$s.scores.json" "$tune/moses.tuned.ini" && continue
     "$bin/smt-decode" --moses-ini "$tune/moses.tuned.ini" --input "$text/$s.en" --output "$tune/$s.tok.fr" \
       --threads "$threads" --progress false ${decode_flags[@]+"${decode_flags[@]}"}
-    evaluate_output "$tune/$s.tok.fr" "$tune/$s.fr" "$text/$s.ref.fr" "${label:+$label }run $seed $s" \
-      "$tune/$s.scores.json"
+    scored+=("$tune/$s.tok.fr" "$tune/$s.fr" "$text/$s.ref.fr" "${label:+$label }run $seed $s" "$tune/$s.scores.json")
   done
+  [ ${#scored[@]} = 0 ] || evaluate_outputs "${scored[@]}"
 }
 
 # phrase_vocab SMT K DIR: DIR/vocab.{en,fr}.tsv, the phrase model's vocabularies: the 4 special symbols, then the K

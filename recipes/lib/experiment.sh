@@ -135,7 +135,7 @@ if [ $quick = 1 ]; then  # filter_table_quick (optional): the --quick run's own 
 fi
 # truecase: true: the tokenized splits are truecased (nmt-prepare --truecase: truecase-model.<lang>), so the
 # phrase table, KenLM, MERT's references and the neural models see truecased text; each stage detruecases
-# its output (common.sh evaluate_output) before detokenizing and sacreBLEU against the raw, cased references
+# its output (common.sh evaluate_outputs) before detokenizing and sacreBLEU against the raw, cased references
 tc_flags=()
 if [ "$(config_value "$x" truecase 2> /dev/null || true)" = True ]; then
   prep+=(--truecase true)

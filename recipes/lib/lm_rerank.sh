@@ -210,12 +210,14 @@ for row in "${row_specs[@]}"; do
     run_step "$name run $r: $optimizer" "$d/weights" -- "$bin/smt-rerank" --nbest "$src/$dev.nbest.feat.gz" \
       --src "$t/$dev.en" ${dflag[@]+"${dflag[@]}"} --tune --optimizer "$optimizer" --ref "$t/$dev.fr" --weights "$ini" \
       --weights-out "$d/weights" --seed "$r" --one-best "$d/$dev.tok.fr"
+    scored=()
     for s in $sets; do
       fresh "$d/$s.scores.json" "$d/weights" && continue
       [ "$s" = "$dev" ] || "$bin/smt-rerank" --nbest "$src/$s.nbest.feat.gz" --src "$t/$s.en" ${dflag[@]+"${dflag[@]}"} \
         --weights "$d/weights" --one-best "$d/$s.tok.fr"
-      evaluate_output "$d/$s.tok.fr" "$d/$s.fr" "$t/$s.ref.fr" "$name run $r $s" "$d/$s.scores.json"  # common.sh
+      scored+=("$d/$s.tok.fr" "$d/$s.fr" "$t/$s.ref.fr" "$name run $r $s" "$d/$s.scores.json")
     done
+    [ ${#scored[@]} = 0 ] || evaluate_outputs "${scored[@]}"  # common.sh
   done
 done
 

@@ -6,7 +6,7 @@ by line aligned with each other; ``vocab.<lang>.tsv`` or ``sp.<lang>.model``
 from the kept training pairs; ``prepare.json`` (counts, and the split names by role: ``"roles"``, read by
 the ``--data-dir`` commands through ``nmt.data.prepared``) and ``config.yaml``.
 Only the training split is filtered (empty pairs, length); dev and test are
-kept whole and must have no empty lines.
+kept whole (or their first ``--max-eval-pairs`` pairs) and must have no empty lines.
 
 The corpus is a registry name, a corpus declaration (``corpus.yaml``), or plain files
 ``--train PREFIX --dev PREFIX --test PREFIX ...`` (``PREFIX.LANG`` or ``PREFIX.LANG.gz``; the
@@ -49,7 +49,7 @@ TOKENIZERS = ("moses", "sentencepiece")
 Pair = tuple[str, str]
 #: options added after config.yaml's format was fixed: written there only when not at their default,
 #: so the registry path's outputs stay byte-identical
-_LATER_FIELDS = ("train", "dev", "test", "workers", "sp_sample_lines", "truecase")
+_LATER_FIELDS = ("train", "dev", "test", "workers", "sp_sample_lines", "truecase", "max_eval_pairs")
 
 
 @dataclass
@@ -69,6 +69,8 @@ class PrepareConfig:
     src_vocab_size: int = field(15000, help="source vocabulary: most frequent words kept (plus 4 specials)")
     tgt_vocab_size: int = field(15000, help="target vocabulary: most frequent words kept (plus 4 specials)")
     max_train_pairs: int | None = field(None, help="use only the first N training pairs (None = all)")
+    max_eval_pairs: int | None = field(None, help="use only the first N pairs of each dev and test split (None = "
+                                                  "all), e.g. for a quick run that scores only N lines of them")
     tokenizer: str = field("moses", choices=TOKENIZERS, help="'moses' (words + vocab.<lang>.tsv) or 'sentencepiece' (sp.<lang>.model)")
     sp_vocab_size: int = field(8000, help="SentencePiece vocabulary size per language")
     download: bool = field(False, help="download missing corpus files into the cache ($MT_CACHE), sha256-checked "
@@ -99,6 +101,8 @@ def _validate(cfg: PrepareConfig) -> None:
         raise UsageError("--truecase needs --tokenizer moses (Moses truecasing works on Moses tokens)")
     if cfg.workers < 1 or (cfg.sp_sample_lines is not None and cfg.sp_sample_lines < 1):
         raise UsageError("--workers and --sp-sample-lines must be >= 1")
+    if cfg.max_eval_pairs is not None and cfg.max_eval_pairs < 1:
+        raise UsageError("--max-eval-pairs must be >= 1 (or unset: every pair)")
     if not cfg.train:
         if cfg.dev or cfg.test:
             raise UsageError("--dev and --test name plain-file PREFIXes: give --train PREFIX too")
@@ -160,10 +164,11 @@ def _train_pairs(cfg: PrepareConfig, split: Split) -> Iterator[Pair]:
 def _check(cfg: PrepareConfig, split: Split, *, train: bool) -> int:
     """Read the split once (no detokenizing, nothing kept) so that a bad file fails before any write."""
     pairs = _raw_pairs(split, cfg.src_lang, cfg.tgt_lang, allow_empty=train)
-    if train and cfg.max_train_pairs is not None:
+    limit = cfg.max_train_pairs if train else cfg.max_eval_pairs
+    if limit is not None:
         if "tsv" not in split.files:  # reading stops early, so check the alignment here
             check_parallel_lengths(split.files[cfg.src_lang], split.files[cfg.tgt_lang])
-        pairs = itertools.islice(pairs, cfg.max_train_pairs)
+        pairs = itertools.islice(pairs, limit)
     n = sum(1 for _ in pairs)
     if not n:
         raise DataError(f"{_files_of(split)}: empty (no {'training' if train else split.name} pairs)")
@@ -256,7 +261,8 @@ def _write_eval(cfg: PrepareConfig, out: Path, name: str, split: Split, n_pairs:
     n_tokens, n_unk = [0, 0], [0, 0]
     with ExitStack() as stack:
         fh, names = _split_writers(stack, out, name, langs)
-        pairs = tqdm(iter_split_pairs(split, *langs), total=n_pairs, unit=" pairs", desc=name, disable=None)
+        pairs = tqdm(itertools.islice(iter_split_pairs(split, *langs), n_pairs), total=n_pairs, unit=" pairs",
+                     desc=name, disable=None)
         for pair, toks in tokenize_stream(pairs, tokenizer, cfg.workers, keep_empty=True):
             if truecasers:
                 toks = tuple(truecasers[lang](" ".join(toks[side])).split() for side, lang in enumerate(langs))

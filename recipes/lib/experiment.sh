@@ -70,6 +70,19 @@ prepare_section=prepare
 if [ $quick = 1 ] && config_has "$cfg" prepare_quick; then
   prepare_section=prepare_quick
 fi
+# max_eval_pairs (nmt-prepare --max-eval-pairs) keeps only the first pairs of the dev and test sets: the SMT stages
+# must not ask for more of their lines (smt[_quick]'s dev_lines / test_lines)
+if config_has "$cfg:$prepare_section" max_eval_pairs; then
+  max_eval=$(config_value "$cfg:$prepare_section" max_eval_pairs)
+  for key in dev_lines test_lines; do
+    n=$(config_value "$cfg:smt$suffix" "$key")
+    if [ -z "$n" ] || [ "$n" = 0 ] || [ "$n" -gt "$max_eval" ]; then
+      echo "experiment.sh: $cfg: $prepare_section's max_eval_pairs ($max_eval) keeps fewer dev/test pairs than" \
+        "smt$suffix's $key (${n:-all} lines)" >&2
+      exit 2
+    fi
+  done
+fi
 runs=${runs:-$(config_value "$x" mert_runs)}
 src=$(config_value "$x" src)
 tgt=$(config_value "$x" tgt)

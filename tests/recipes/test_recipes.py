@@ -322,6 +322,35 @@ def test_experiment_recipe_dry_run_on_plain_files(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "unknown system '+BERT'" in bad.stderr
 
 
+def test_experiment_refuses_max_eval_pairs_below_the_lines_it_scores(tmp_path: Path) -> None:
+    """experiment.sh (RECIPE_DRY_RUN=1): a prepare section whose max_eval_pairs (nmt-prepare --max-eval-pairs) keeps
+    fewer dev/test pairs than smt[_quick]'s dev_lines or test_lines ask for is refused before anything runs."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("corpus", "heldout", "news"):
+        for lang in ("en", "fr"):
+            (data / f"{name}.{lang}").write_text("a\n", encoding="utf-8")
+    cfg = tmp_path / "mine.yaml"
+
+    def plan(dev_lines: str, test_lines: str) -> subprocess.CompletedProcess:
+        cfg.write_text("experiment:\n  title: mine\n  scale: s\n  scale_quick: q\n"
+                       f"  files: {{train: '{data}/corpus', dev: '{data}/heldout', tests: ['{data}/news']}}\n"
+                       "  src: en\n  tgt: fr\n  systems: [Baseline]\n  mert_runs: 1\n  filter_table: false\n"
+                       "prepare: {max_len: 80}\nprepare_quick: {max_len: 80, max_eval_pairs: 100}\n"
+                       f"smt_quick: {{dev_lines: {dev_lines}, test_lines: {test_lines}}}\n", encoding="utf-8")
+        return subprocess.run(["bash", "recipes/experiment/run.sh", str(cfg), "--quick", "--work", str(tmp_path / "w")],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, env={**ENV, "RECIPE_DRY_RUN": "1"})
+    ok = plan("100", "50")
+    assert ok.returncode == 0, ok.stderr
+    assert f"--config {cfg}:prepare_quick" in ok.stdout
+    for dev_lines, test_lines, key, shown in (("101", "50", "dev_lines", "101"), ("100", "", "test_lines", "all")):
+        bad = plan(dev_lines, test_lines)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr
+        assert bad.stderr.strip() == (f"experiment.sh: {cfg}: prepare_quick's max_eval_pairs (100) keeps fewer "
+                                      f"dev/test pairs than smt_quick's {key} ({shown} lines)")
+    assert plan("100", "50").returncode == 0 and not (tmp_path / "w" / "smt" / "data").exists()
+
+
 def test_rnn_rescore_scores_the_table_with_the_configs_checkpoint(tmp_path: Path) -> None:
     """rnn_rescore.sh (RECIPE_DRY_RUN=1, --stop-after rescore): smt-rescore gets the config's
     smt.phrase_checkpoint (auto without it), and --rescore-flags come after it, so a row can override it."""

@@ -119,6 +119,30 @@ def test_plain_files_match_the_registry_and_any_worker_count(tiny_root: Path, tm
     assert "workers" not in yaml.safe_load((tmp_path / "reg" / "config.yaml").read_text(encoding="utf-8"))
 
 
+def test_max_eval_pairs_keeps_the_first_dev_and_test_pairs_only(tmp_path: Path, capsys) -> None:
+    data = _plain_corpus(tmp_path / "plain")
+    common = ["--train", str(data / "train"), "--dev", str(data / "val"), "--test", str(data / "test_2016_flickr"),
+              "--src", "en", "--tgt", "fr", "--max-len", "12"]
+    assert cli_main([*common, "--out-dir", str(tmp_path / "all")]) == 0
+    assert cli_main([*common, "--out-dir", str(tmp_path / "cut"), "--max-eval-pairs", "1"]) == 0
+    whole, cut = _outputs(tmp_path / "all"), _outputs(tmp_path / "cut")
+    assert whole.keys() == cut.keys()
+    for name in whole:
+        if name.startswith("val."):  # the dev split: its first pair, the same text and tokens
+            assert len(whole[name].splitlines()) == 2 and cut[name] == whole[name].splitlines(keepends=True)[0]
+        else:  # training split, vocabularies, the 1-pair test split: unchanged
+            assert cut[name] == whole[name], name
+    stats = json.loads((tmp_path / "cut" / "prepare.json").read_text(encoding="utf-8"))
+    assert stats["splits"]["val"]["pairs"] == 1 and stats["splits"]["train"]["kept"] == 6
+    assert yaml.safe_load((tmp_path / "cut" / "config.yaml").read_text(encoding="utf-8"))["max_eval_pairs"] == 1
+    # the dev files' alignment is still checked whole, though only the first pair is read
+    (data / "val.fr.gz").write_bytes(gzip.compress(b"Un chien.\n"))
+    assert cli_main([*common, "--out-dir", str(tmp_path / "bad"), "--max-eval-pairs", "1"]) == 2
+    assert "val.en.gz has 2 lines" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    assert cli_main([*common, "--out-dir", str(tmp_path / "zero"), "--max-eval-pairs", "0"]) == 2
+    assert "--max-eval-pairs must be >= 1" in capsys.readouterr().err
+
+
 def test_corpus_declaration_file(tmp_path: Path) -> None:
     _plain_corpus(tmp_path / "files")
     decl = tmp_path / "corpus.yaml"

@@ -4,6 +4,8 @@ optimiser's (``torch._dynamo``, imported by every ``torch.optim`` optimiser) are
 stage, not once per model. Used by ``ptb_lm/train_models.py`` and ``sentence_completion/train_and_answer.py``."""
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,3 +23,22 @@ def train_models(config: str | Path, work: Path, models: Sequence[str], *, suffi
         if status:
             return status
     return 0
+
+
+def split_at_dashes(argv: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """``(options, rest)``: the script's own options, and what follows the first ``--`` (passed on as it is)."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    cut = given.index("--") if "--" in given else len(given)
+    return given[:cut], given[cut + 1:]
+
+
+def training_parser(description: str) -> argparse.ArgumentParser:
+    """The options of a script that trains a recipe's LMs with :func:`train_models` (``--config``, ``--work``,
+    ``--models``, ``--suffix``, ``--threads``); the script adds its own."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--config", required=True, help="the recipe's config.yaml (a section per model)")
+    p.add_argument("--work", required=True, type=Path, help="the models go to WORK/NAME")
+    p.add_argument("--models", required=True, help="the config sections to train, in order (space-separated)")
+    p.add_argument("--suffix", default="", help="appended to each section name (-quick)")
+    p.add_argument("--threads", type=int, default=2)
+    return p

@@ -11,27 +11,18 @@ model. Stops at the first failing call with its exit status.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from evaluate import main as evaluate_models  # recipes/ptb_lm/evaluate.py, beside this script
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
-from lm_models import train_models  # noqa: E402  (recipes/lib/lm_models.py)
+from lm_models import split_at_dashes, train_models, training_parser  # noqa: E402  (recipes/lib/lm_models.py)
 
 
 def main(argv: list[str] | None = None) -> int:
-    given = list(sys.argv[1:] if argv is None else argv)
-    cut = given.index("--") if "--" in given else len(given)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", required=True, help="the recipe's config.yaml (a section per model)")
-    p.add_argument("--work", required=True, type=Path, help="the models go to WORK/NAME")
-    p.add_argument("--models", required=True, help="the config sections to train, in order (space-separated)")
-    p.add_argument("--suffix", default="", help="appended to each section name (-quick)")
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(given[:cut])
-    train_flags = given[cut + 1:]
+    options, train_flags = split_at_dashes(argv)
+    args = training_parser(__doc__.split("\n\n")[0]).parse_args(options)
     models = args.models.split()
     status = train_models(args.config, args.work, models, suffix=args.suffix, threads=args.threads,
                           flags=train_flags)

@@ -11,29 +11,22 @@ trained model, in order. Stops at the first failing step with its exit status.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from answer import main as answer  # recipes/sentence_completion/answer.py, beside this script
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
-from lm_models import train_models  # noqa: E402  (recipes/lib/lm_models.py)
+from lm_models import split_at_dashes, train_models, training_parser  # noqa: E402  (recipes/lib/lm_models.py)
 
 
 def main(argv: list[str] | None = None) -> int:
-    given = list(sys.argv[1:] if argv is None else argv)
-    cut = given.index("--") if "--" in given else len(given)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", required=True, help="the recipe's config.yaml (a section per model)")
-    p.add_argument("--work", required=True, type=Path, help="the models go to WORK/NAME")
-    p.add_argument("--models", required=True, help="the config sections to train, in order (space-separated)")
-    p.add_argument("--suffix", default="", help="appended to each section name (-quick)")
-    p.add_argument("--threads", type=int, default=2)
+    options, answer_flags = split_at_dashes(argv)
+    p = training_parser(__doc__.split("\n\n")[0])
     p.add_argument("--train-text", required=True, help="the training sentences (nmt-lm-train --train)")
     p.add_argument("--valid-text", required=True, help="the validation sentences (nmt-lm-train --valid)")
     p.add_argument("--max-epochs", type=int, help="nmt-lm-train --max-epochs (default: the config's)")
-    args = p.parse_args(given[:cut])
+    args = p.parse_args(options)
     models = args.models.split()
     flags = ["--train", args.train_text, "--valid", args.valid_text]
     if args.max_epochs is not None:
@@ -43,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         return status
     print("== answering the questions", flush=True)
     trained = [flag for name in models for flag in ("--model", f"{name}={args.work / name}")]
-    return answer([*given[cut + 1:], *trained])
+    return answer([*answer_flags, *trained])
 
 
 if __name__ == "__main__":

@@ -161,22 +161,24 @@ def test_experiment_recipe_truecase_plan(tmp_path: Path) -> None:
 
 
 def test_recipe_detruecases_before_scoring(tmp_path: Path) -> None:
-    """common.sh's evaluate_output: with --truecase (truecase=1) the decoder output is detruecased (nmt-evaluate
-    --detruecase) before detokenizing and sacreBLEU; without it the output is scored as it is; the input is kept."""
+    """common.sh's evaluate_outputs: with --truecase (truecase=1) the decoder output is detruecased (nmt-evaluate
+    --detruecase) before detokenizing and sacreBLEU, every set of the call; without it the output is scored as it
+    is; the input is kept."""
     hyp = tmp_path / "test.tok.fr"
     hyp.write_text("le chien . il dort\nune maison\n", encoding="utf-8")
     ref = tmp_path / "test.ref.fr"
     ref.write_text("Le chien. Il dort\nUne maison\n", encoding="utf-8")
     script = tmp_path / "s.sh"
     script.write_text(f'source "{ROOT}/recipes/lib/common.sh"\n'
-                      f'evaluate_output "{hyp}" "{tmp_path}/off.fr" "{ref}" off "{tmp_path}/off.json"\n'
-                      f'truecase=1\nevaluate_output "{hyp}" "{tmp_path}/on.fr" "{ref}" on "{tmp_path}/on.json"\n',
+                      f'evaluate_outputs "{hyp}" "{tmp_path}/off.fr" "{ref}" off "{tmp_path}/off.json"\n'
+                      f'truecase=1\nevaluate_outputs "{hyp}" "{tmp_path}/on.fr" "{ref}" on "{tmp_path}/on.json" '
+                      f'"{hyp}" "{tmp_path}/on2.fr" "{ref}" on2 "{tmp_path}/on2.json"\n',
                       encoding="utf-8")
     env = {**os.environ, "PYTHON": sys.executable, "BIN": str(Path(sys.executable).parent)}
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     assert read_lines(tmp_path / "off.fr") == ["le chien. il dort", "une maison"]
-    assert read_lines(tmp_path / "on.fr") == ["Le chien. Il dort", "Une maison"]
+    assert read_lines(tmp_path / "on.fr") == read_lines(tmp_path / "on2.fr") == ["Le chien. Il dort", "Une maison"]
     assert json.loads((tmp_path / "on.json").read_text())["bleu"] == pytest.approx(100.0)
     assert json.loads((tmp_path / "off.json").read_text())["bleu"] < 100.0
     assert read_lines(hyp) == ["le chien . il dort", "une maison"]

@@ -165,8 +165,8 @@ binarize_step() {
 # tune_decode_evaluate --label L --moses-ini INI --work-dir TUNE --seed R --text T --dev DEV --tests "A B"
 #                      --threads N [--tune-flags FLAG... --] [--decode-flags FLAG... --]
 # One MERT run and its scores: smt-tune (reused when TUNE/moses.tuned.ini exists) → for the dev set and each
-# test set: smt-decode with the tuned weights; then nmt-evaluate of them all (evaluate_outputs; --truecase: detruecased first; detokenized
-# French against T/SET.ref.fr) →
+# test set: smt-decode with the tuned weights; then nmt-evaluate of them all in one process (evaluate_outputs;
+# --truecase: detruecased first; detokenized French against T/SET.ref.fr) →
 # TUNE/SET.{tok.fr,fr,scores.json} (reused while newer than the tuned weights). L prefixes the log lines and
 # the score names ("L run R SET"). Needs $bin.
 tune_decode_evaluate() {

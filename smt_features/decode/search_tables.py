@@ -62,9 +62,9 @@ class SearchTables:
         self.fwd_ids: dict = {None: 0}
 
     def make_option(self, src: tuple[str, ...], tgt: tuple[str, ...], scores) -> tuple:
-        return self._complete_option(src, tgt, scores, self._rank_values(tgt, scores, src))
+        return self._complete_option(src, tgt, scores, self._rank_values(src, tgt, scores))
 
-    def _rank_values(self, tgt: tuple[str, ...], scores, src: tuple[str, ...]) -> tuple:
+    def _rank_values(self, src: tuple[str, ...], tgt: tuple[str, ...], scores) -> tuple:
         """What ranks an option before the table limit: ``(vec, sl, lm_words, fut)``, its stateless feature
         values, their weighted sum and its future score (``sl`` + each LM's weight × its isolated score)."""
         vec = [0.0] * self.size
@@ -129,8 +129,9 @@ class SearchTables:
         if not entries:
             opts = []
         else:
-            ranked = [self._rank_values(tgt, scores, src) for tgt, scores in entries]
-            order = sorted(range(len(entries)), key=lambda i: -ranked[i][3])  # stable: ties keep file order
+            ranked = [self._rank_values(src, tgt, scores) for tgt, scores in entries]
+            futures = [fut for *_, fut in ranked]
+            order = sorted(range(len(entries)), key=lambda i: -futures[i])  # stable: ties keep file order
             limit = self.table_limit
             if limit:
                 order = order[:limit]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,11 +161,14 @@ def _climb_all(climb: "_Climb", starts: list[np.ndarray], workers: int,
     pool = None
     climbed: Iterable[tuple[float, np.ndarray, int]]
     if workers > 1 and len(starts) > 1:
-        for k in climb.free:  # the sort orders are cached before the fork, once for every worker
-            if climb.fast is None:
+        # the sort orders are cached before the fork, once for every worker (the kernel sorts in `workers`
+        # threads: it releases the GIL)
+        if climb.fast is None:
+            for k in climb.free:
                 climb.arrays.coordinate_order(k)
-            else:
-                climb.fast.plan(k)
+        else:
+            with ThreadPoolExecutor(min(workers, len(climb.free))) as threads:
+                list(threads.map(climb.fast.plan, climb.free))
         _CLIMB = climb
         pool = multiprocessing.get_context("fork").Pool(min(workers, len(starts)))
         climbed = pool.imap(_climb_in_worker, starts)

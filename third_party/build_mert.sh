@@ -16,7 +16,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
 CSRC="$REPO/smt_features/tune/csrc"
 CXX="${CXX:-g++}"
-ABI=2  # smt_features/tune/kernel.py ABI_VERSION
+ABI=1  # smt_features/tune/kernel.py ABI_VERSION
 
 log() { echo "[build_mert] $*"; }
 die() { echo "[build_mert] ERROR: $*" >&2; exit 1; }

@@ -32,7 +32,7 @@ from smt_features.tune.envelope import INF, LineSearchResult, pick_interval
 
 log = logging.getLogger(__name__)
 
-ABI_VERSION = 2
+ABI_VERSION = 1
 BUILD_COMMAND = "bash third_party/build_mert.sh"
 KERNELS = ("auto", "compiled", "python")
 #: intervals whose libm BLEU is this close (BLEU points) to the best are re-scored by numpy; the two

@@ -86,8 +86,6 @@ struct Work {
   std::vector<uint64_t> key, key2;
   std::vector<int32_t> ev, ev2;
   std::vector<int64_t> count;
-  std::vector<int64_t> pend_pos[2], pend_row[2];  // Dedup's rows that passed, two sentences' worth
-  std::vector<double> pend_a[2];
   double tol = INF;  // the last call's pre-filter tolerance (a first guess for the next call)
   LogTable lg;
 };

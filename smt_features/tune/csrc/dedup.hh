@@ -96,141 +96,6 @@ __attribute__((target("avx2"))) inline bool GatherAvx2(const double *a, const in
 }
 #endif
 
-// The pre-filter's bit masks of one sentence's nb blocks (intercepts A in slope order, block maxima BM): bit j
-// of mask[b] is set when row b * BLOCK + j lies within tol of the running maximum of the rows before it or
-// of those after it (skipped: blocks whose maximum is below it; tol = inf: every row).
-inline void MasksScalar(const double *A, const double *BM, int64_t nb, double tol, uint8_t *mask) {
-  if (tol == INF) {
-    std::memset(mask, 0xff, (std::size_t)nb);
-    return;
-  }
-  std::memset(mask, 0, (std::size_t)nb);
-  double run = -INF;
-  for (int64_t b = 0; b < nb; ++b) {
-    if (BM[b] < run - tol) continue;
-    unsigned m = 0;
-    for (int j = 0; j < BLOCK; ++j) {
-      const double x = A[b * BLOCK + j];
-      m |= (unsigned)(x >= run - tol) << j;
-      run = x > run ? x : run;
-    }
-    mask[b] |= (uint8_t)m;
-  }
-  run = -INF;
-  for (int64_t b = nb; b-- > 0;) {
-    if (BM[b] < run - tol) continue;
-    unsigned m = 0;
-    for (int j = BLOCK; j-- > 0;) {
-      const double x = A[b * BLOCK + j];
-      m |= (unsigned)(x >= run - tol) << j;
-      run = x > run ? x : run;
-    }
-    mask[b] |= (uint8_t)m;
-  }
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-// 4 lanes moved up (towards lane 3) or down by one or two, -inf shifted in
-#define MERTK_AVX2 __attribute__((target("avx2"))) inline
-MERTK_AVX2 __m256d Up1(__m256d v) { return _mm256_blend_pd(_mm256_permute4x64_pd(v, 0x90), _mm256_set1_pd(-INF), 0x1); }
-MERTK_AVX2 __m256d Up2(__m256d v) { return _mm256_blend_pd(_mm256_permute4x64_pd(v, 0x40), _mm256_set1_pd(-INF), 0x3); }
-MERTK_AVX2 __m256d Down1(__m256d v) { return _mm256_blend_pd(_mm256_permute4x64_pd(v, 0xf9), _mm256_set1_pd(-INF), 0x8); }
-MERTK_AVX2 __m256d Down2(__m256d v) { return _mm256_blend_pd(_mm256_permute4x64_pd(v, 0xfe), _mm256_set1_pd(-INF), 0xc); }
-MERTK_AVX2 bool HasNan(__m256d lo, __m256d hi) {
-  return _mm256_movemask_pd(_mm256_or_pd(_mm256_cmp_pd(lo, lo, _CMP_UNORD_Q), _mm256_cmp_pd(hi, hi, _CMP_UNORD_Q))) != 0;
-}
-
-// MasksScalar with a block's running maxima as prefix (suffix) maxima of 4 lanes: the same masks, since a maximum
-// is one of its operands whatever the order (a block with a NaN is left to the scalar loop, as max_pd treats
-// NaN by operand position).
-MERTK_AVX2 void MasksAvx2(const double *A, const double *BM, int64_t nb, double tol,
-                                                      uint8_t *mask) {
-  if (tol == INF) {
-    std::memset(mask, 0xff, (std::size_t)nb);
-    return;
-  }
-  std::memset(mask, 0, (std::size_t)nb);
-  const __m256d vtol = _mm256_set1_pd(tol);
-  double run = -INF;
-  for (int64_t b = 0; b < nb; ++b) {
-    if (BM[b] < run - tol) continue;
-    const double *x = A + b * BLOCK;
-    const __m256d lo = _mm256_loadu_pd(x), hi = _mm256_loadu_pd(x + 4);
-    if (HasNan(lo, hi)) {
-      unsigned m = 0;
-      for (int j = 0; j < BLOCK; ++j) {
-        m |= (unsigned)(x[j] >= run - tol) << j;
-        run = x[j] > run ? x[j] : run;
-      }
-      mask[b] |= (uint8_t)m;
-      continue;
-    }
-    __m256d plo = _mm256_max_pd(lo, Up1(lo)), phi = _mm256_max_pd(hi, Up1(hi));  // prefix maxima
-    plo = _mm256_max_pd(plo, Up2(plo));
-    phi = _mm256_max_pd(phi, Up2(phi));
-    const __m256d vrun = _mm256_set1_pd(run);
-    const __m256d mid = _mm256_max_pd(_mm256_permute4x64_pd(plo, 0xff), vrun);  // the maximum before x[4]
-    const __m256d elo = _mm256_max_pd(Up1(plo), vrun), ehi = _mm256_max_pd(Up1(phi), mid);
-    const int m = _mm256_movemask_pd(_mm256_cmp_pd(lo, _mm256_sub_pd(elo, vtol), _CMP_GE_OQ)) |
-                  _mm256_movemask_pd(_mm256_cmp_pd(hi, _mm256_sub_pd(ehi, vtol), _CMP_GE_OQ)) << 4;
-    mask[b] |= (uint8_t)m;
-    run = _mm256_cvtsd_f64(_mm256_max_pd(_mm256_permute4x64_pd(phi, 0xff), mid));
-  }
-  run = -INF;
-  for (int64_t b = nb; b-- > 0;) {
-    if (BM[b] < run - tol) continue;
-    const double *x = A + b * BLOCK;
-    const __m256d lo = _mm256_loadu_pd(x), hi = _mm256_loadu_pd(x + 4);
-    if (HasNan(lo, hi)) {
-      unsigned m = 0;
-      for (int j = BLOCK; j-- > 0;) {
-        m |= (unsigned)(x[j] >= run - tol) << j;
-        run = x[j] > run ? x[j] : run;
-      }
-      mask[b] |= (uint8_t)m;
-      continue;
-    }
-    __m256d slo = _mm256_max_pd(lo, Down1(lo)), shi = _mm256_max_pd(hi, Down1(hi));  // suffix maxima
-    slo = _mm256_max_pd(slo, Down2(slo));
-    shi = _mm256_max_pd(shi, Down2(shi));
-    const __m256d vrun = _mm256_set1_pd(run);
-    const __m256d mid = _mm256_max_pd(_mm256_permute4x64_pd(shi, 0x00), vrun);  // the maximum after x[3]
-    const __m256d ehi = _mm256_max_pd(Down1(shi), vrun), elo = _mm256_max_pd(Down1(slo), mid);
-    const int m = _mm256_movemask_pd(_mm256_cmp_pd(lo, _mm256_sub_pd(elo, vtol), _CMP_GE_OQ)) |
-                  _mm256_movemask_pd(_mm256_cmp_pd(hi, _mm256_sub_pd(ehi, vtol), _CMP_GE_OQ)) << 4;
-    mask[b] |= (uint8_t)m;
-    run = _mm256_cvtsd_f64(_mm256_max_pd(slo, mid));
-  }
-}
-#endif
-
-// Step 1 among sentence s's rows that passed the pre-filter (Dedup keeps them in w.pend_*[s & 1]): per slope
-// the highest, the lowest row among equals; its lines are appended at ka/kb/krow[k...]. Returns the new k.
-inline int64_t StepOne(Work &w, const double *slope, int64_t s, int64_t k) {
-  w.kstart[s] = k;
-  const std::vector<int64_t> &pp = w.pend_pos[s & 1], &pr = w.pend_row[s & 1];
-  const std::vector<double> &pa = w.pend_a[s & 1];
-  double *ka = w.ka.data(), *kb = w.kb.data();
-  int64_t *krow = w.krow.data();
-  const int64_t kfirst = k;
-  for (std::size_t q = 0; q < pp.size(); ++q) {
-    const double bv = slope[pp[q]], av = pa[q];
-    const int64_t r = pr[q];
-    if (k > kfirst && kb[k - 1] == bv) {
-      if (av > ka[k - 1] || (av == ka[k - 1] && r < krow[k - 1])) {
-        ka[k - 1] = av;
-        krow[k - 1] = r;
-      }
-    } else {
-      ka[k] = av;
-      kb[k] = bv;
-      krow[k] = r;
-      ++k;
-    }
-  }
-  return k;
-}
-
 // Step 1 behind the pre-filter (see the top): the kept lines in ka/kb/krow, sentence s's at
 // kstart[s]..kstart[s+1]. amin/amax: the lowest and highest line of step 1 over all sentences (the
 // reference's aa.min()/aa.max()). Returns the number of lines of step 1. tol = inf keeps every row.
@@ -239,10 +104,8 @@ inline int64_t Dedup(Work &w, const double *a, const Plan &plan, const int64_t *
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx2 = __builtin_cpu_supports("avx2");
   auto gather = avx2 ? GatherAvx2 : GatherScalar;
-  auto masks = avx2 ? MasksAvx2 : MasksScalar;
 #else
   auto gather = GatherScalar;
-  auto masks = MasksScalar;
 #endif
   const int64_t N = offsets[S];
   int64_t longest = 0;
@@ -258,24 +121,22 @@ inline int64_t Dedup(Work &w, const double *a, const Plan &plan, const int64_t *
     w.mask.resize(longest / BLOCK + 2);
   }
   w.kstart.resize(S + 1);
-  double *A = w.A.data(), *BM = w.BM.data();
-  int64_t *kstart = w.kstart.data();
+  double *ka = w.ka.data(), *kb = w.kb.data(), *A = w.A.data(), *BM = w.BM.data();
+  int64_t *krow = w.krow.data(), *kstart = w.kstart.data();
   uint8_t *mask = w.mask.data();
   int64_t lines = 0, k = 0;
   double hi_a = -INF, lo_a = INF;
   for (int64_t s = 0; s < S; ++s) {
+    kstart[s] = k;
     const int64_t first = offsets[s], n = offsets[s + 1] - first;
-    if (n <= 0) {
-      w.pend_pos[s & 1].clear();
-      w.pend_row[s & 1].clear();
-      w.pend_a[s & 1].clear();
-      if (s > 0) k = StepOne(w, plan.b, s - 1, k);
-      continue;
-    }
-    if (s + 1 < S) {  // the next sentence's intercepts (read in slope order, random within it): fetch them now
-      const char *p0 = reinterpret_cast<const char *>(a + offsets[s + 1]);
-      const char *p1 = reinterpret_cast<const char *>(a + offsets[s + 2]);
-      for (const char *p = p0; p < p1; p += 64) __builtin_prefetch(p);
+    if (n <= 0) continue;
+    if (s + 1 < S) {  // the next sentence's intercepts (read in slope order, random within it) and slopes (read
+                      // where a row passes): fetch them now
+      for (const double *v : {a, plan.b}) {
+        const char *p0 = reinterpret_cast<const char *>(v + offsets[s + 1]);
+        const char *p1 = reinterpret_cast<const char *>(v + offsets[s + 2]);
+        for (const char *p = p0; p < p1; p += 64) __builtin_prefetch(p);
+      }
     }
     const int32_t *row = plan.row + first;
     const uint32_t *group = plan.group + first;
@@ -296,29 +157,59 @@ inline int64_t Dedup(Work &w, const double *a, const Plan &plan, const int64_t *
       }
     }
     lo_a = low < lo_a ? low : lo_a;
-    masks(A, BM, nb, tol, mask);
-    // the rows that pass; their slopes (a few rows of the sentence) are fetched now and read by step 1 one
-    // sentence later, when they have arrived
-    std::vector<int64_t> &pp = w.pend_pos[s & 1], &pr = w.pend_row[s & 1];
-    std::vector<double> &pa = w.pend_a[s & 1];
-    pp.clear();
-    pr.clear();
-    pa.clear();
+    // the rows within tol of the running maximum from either side (blocks below it skipped), as bit masks
+    if (tol == INF) {
+      std::memset(mask, 0xff, (std::size_t)nb);
+    } else {
+      std::memset(mask, 0, (std::size_t)nb);
+      double run = -INF;
+      for (int64_t b = 0; b < nb; ++b) {
+        if (BM[b] < run - tol) continue;
+        unsigned m = 0;
+        for (int j = 0; j < BLOCK; ++j) {
+          const double x = A[b * BLOCK + j];
+          m |= (unsigned)(x >= run - tol) << j;
+          run = x > run ? x : run;
+        }
+        mask[b] |= (uint8_t)m;
+      }
+      run = -INF;
+      for (int64_t b = nb; b-- > 0;) {
+        if (BM[b] < run - tol) continue;
+        unsigned m = 0;
+        for (int j = BLOCK; j-- > 0;) {
+          const double x = A[b * BLOCK + j];
+          m |= (unsigned)(x >= run - tol) << j;
+          run = x > run ? x : run;
+        }
+        mask[b] |= (uint8_t)m;
+      }
+    }
+    // step 1 among the rows that pass: per slope the highest, the lowest row among equals
+    bool open = false;
     for (int64_t b = 0; b < nb; ++b) {
       unsigned m = mask[b];
       while (m) {
         const int64_t j = b * BLOCK + __builtin_ctz(m);
         m &= m - 1;
         if (j >= n) break;
-        __builtin_prefetch(plan.b + first + j);
-        pp.push_back(first + j);
-        pa.push_back(A[j]);
-        pr.push_back(row[j]);
+        const double bv = plan.b[first + j], av = A[j];
+        const int64_t r = row[j];
+        if (open && kb[k - 1] == bv) {
+          if (av > ka[k - 1] || (av == ka[k - 1] && r < krow[k - 1])) {
+            ka[k - 1] = av;
+            krow[k - 1] = r;
+          }
+        } else {
+          ka[k] = av;
+          kb[k] = bv;
+          krow[k] = r;
+          ++k;
+          open = true;
+        }
       }
     }
-    if (s > 0) k = StepOne(w, plan.b, s - 1, k);
   }
-  if (S > 0) k = StepOne(w, plan.b, S - 1, k);
   kstart[S] = k;
   amin = lo_a;
   amax = hi_a;

@@ -206,41 +206,6 @@ PyObject *py_segment_argmax(PyObject *, PyObject *args) {
   return ToBytes(rows);
 }
 
-// prefilter_masks(a, tol) -> (scalar, avx2 or None): the pre-filter's bit masks of one sentence whose intercepts
-// are `a` in slope order, from the scalar code and from the AVX2 code (None without AVX2); for the tests
-PyObject *py_prefilter_masks(PyObject *, PyObject *args) {
-  PyObject *oa;
-  double tol;
-  if (!PyArg_ParseTuple(args, "Od", &oa, &tol)) return nullptr;
-  Buf a;
-  if (!a.Get(oa, 'd', "a")) return nullptr;
-  const int64_t n = a.Len();
-  if (!CheckRows(n)) return nullptr;
-  if (n < 1) {
-    PyErr_SetString(PyExc_ValueError, "a must hold at least one intercept");
-    return nullptr;
-  }
-  const int64_t nb = (n + mertk::BLOCK - 1) / mertk::BLOCK;
-  std::vector<int32_t> row(n);
-  for (int64_t j = 0; j < n; ++j) row[j] = (int32_t)j;
-  std::vector<double> A(nb * mertk::BLOCK), BM(nb);
-  std::vector<uint8_t> scalar(nb), simd(nb);
-  double top, low;
-  mertk::GatherScalar(a.D(), row.data(), 0, n, A.data(), BM.data(), top, low);
-  mertk::MasksScalar(A.data(), BM.data(), nb, tol, scalar.data());
-  bool have_simd = false;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx2")) {
-    mertk::MasksAvx2(A.data(), BM.data(), nb, tol, simd.data());
-    have_simd = true;
-  }
-#endif
-  PyObject *first = ToBytes(scalar);
-  if (!first) return nullptr;
-  if (!have_simd) return Py_BuildValue("(NO)", first, Py_None);
-  return Py_BuildValue("(NN)", first, ToBytes(simd));
-}
-
 PyMethodDef methods[] = {
     {"sweep", py_sweep, METH_VARARGS,
      "sweep(a, plan, offsets, stats, lo, hi, min_interval, margin) -> (intervals, empty_range, idx, "
@@ -248,8 +213,6 @@ PyMethodDef methods[] = {
     {"sort_rows", py_sort_rows, METH_VARARGS, "sort_rows(b, offsets) -> plan: each sentence's rows by increasing b"},
     {"segment_argmax", py_segment_argmax, METH_VARARGS,
      "segment_argmax(scores, offsets) -> the first row of each sentence's highest score"},
-    {"prefilter_masks", py_prefilter_masks, METH_VARARGS,
-     "prefilter_masks(a, tol) -> (scalar, avx2 or None): one sentence's pre-filter masks from both codes"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mert_kernel",
@@ -260,7 +223,7 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mert_kernel",
 PyMODINIT_FUNC PyInit__mert_kernel(void) {
   PyObject *m = PyModule_Create(&module);
   if (!m) return nullptr;
-  if (PyModule_AddIntConstant(m, "ABI_VERSION", 2) < 0) {
+  if (PyModule_AddIntConstant(m, "ABI_VERSION", 1) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -196,34 +196,6 @@ def test_lines_that_the_lift_makes_equal():
             same_result(ref, fast.coordinate_search(a, k))
 
 
-@needs_ext
-def test_simd_prefilter_masks_equal_the_scalar_ones():
-    """The pre-filter's AVX2 masks (prefix maxima of 4 lanes) are the scalar loop's: on runs of equal
-    intercepts, values exactly ``tol`` below a running maximum, ±0, -inf, NaN, and partial last blocks."""
-    ext = kernel.load_extension()[0]
-    rng = np.random.default_rng(11)
-    checked = 0
-    for trial in range(400):
-        n = int(rng.integers(1, 70))
-        tol = float(rng.choice([0.25, 1.0, np.inf]))
-        a = rng.integers(-8, 9, size=n) * 0.125  # a grid of tol / 8 steps: many values exactly tol below
-        if trial % 4 == 1:
-            a = np.sort(a)  # rising: every block holds a new running maximum
-        elif trial % 4 == 2:
-            a = a[::-1].copy()
-        special = rng.random(n)
-        a[special < 0.05] = -0.0
-        a[(special >= 0.05) & (special < 0.08)] = -np.inf
-        if trial % 7 == 3:
-            a[rng.integers(n)] = np.nan
-        scalar, simd = ext.prefilter_masks(np.ascontiguousarray(a), tol)
-        if simd is None:
-            pytest.skip("this CPU has no AVX2: only the scalar masks run")
-        assert simd == scalar, (trial, a.tolist(), tol)
-        checked += len(scalar)
-    assert checked > 1000
-
-
 def test_optimisers_run_blas_on_one_thread():
     """OpenBLAS's threaded gemv rounds some rows differently: the optimisers' products run on one thread."""
     threadpoolctl = pytest.importorskip("threadpoolctl")

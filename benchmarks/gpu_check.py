@@ -48,6 +48,7 @@ from nmt.data.vocab import Vocabulary
 from nmt.models.gru_encdec import build_model, config_with_preset
 from nmt.models.lm import build_lm, make_lm_batch
 from nmt.training.precision import AMP_DTYPES as AMP
+from nmt.training.optimizers import Adam
 from nmt.training.precision import LSTM_FP32_NOTE, amp_problem, describe_bf16, fallback_count
 from nmt.translation.rescoring_engine import RescoringEngine
 
@@ -188,7 +189,7 @@ def train_rows(name: str, model: torch.nn.Module, loss_fn, make_batch, args, dev
 
 def _train_rows(name: str, model: torch.nn.Module, loss_fn, make_batch, args, dev, amp: str) -> dict:
     model.to(dev).train()
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    opt = Adam(model.parameters(), lr=args.lr)
     gen = torch.Generator().manual_seed(args.seed)
     batches = [make_batch(gen) for _ in range(min(args.steps, 16))]  # data prep kept out of the timing
     tokens, loss_value, t0 = 0, float("nan"), None

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from nmt.core.config import field
+from nmt.training import optimizers
 
 SCHEDULES = ("constant", "epoch", "plateau")
 AVERAGING = ("none", "on_stall")
@@ -34,10 +35,15 @@ class OptimConfig:
                                               "'plateau': lr * lr_decay^(dev evaluations that did not improve)")
     lr_decay: float = field(0.5, help="factor of the 'epoch' and 'plateau' schedules")
     lr_decay_start: int = field(4, help="'epoch' schedule: epochs 1..N run at the full lr")
+    optimizer_impl: str = field("native", help="'native' (nmt.training.optimizers: torch.optim's update, bit for "
+                                               "bit on the CPU, without its 2-3 s import of torch._dynamo) or "
+                                               "'torch' (torch.optim)")
 
     def __post_init__(self) -> None:
         if self.lr_schedule not in SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
+        if self.optimizer_impl not in optimizers.IMPLS:
+            raise ValueError(f"optimizer_impl must be one of {optimizers.IMPLS}, got {self.optimizer_impl!r}")
 
 
 @dataclass
@@ -76,16 +82,18 @@ def initial_lr(cfg: OptimConfig) -> float:
     return 1e-3 if cfg.optimizer.lower() == "adam" else 1.0
 
 
-def build_optimizer(cfg: OptimConfig, params) -> torch.optim.Optimizer:
+def build_optimizer(cfg: OptimConfig, params) -> optimizers.Optimizer | torch.optim.Optimizer:
+    """The configured optimiser over ``params``: :mod:`nmt.training.optimizers` (``optimizer_impl`` native) or
+    ``torch.optim`` (torch); both have the same update, hyper-parameters and checkpoint format."""
     name = cfg.optimizer.lower()
     lr = initial_lr(cfg)
+    impl = optimizers if cfg.optimizer_impl == "native" else torch.optim
     if name == "adadelta":
-        return torch.optim.Adadelta(params, lr=lr, rho=cfg.adadelta_rho, eps=cfg.adadelta_eps,
-                                    weight_decay=cfg.weight_decay)
+        return impl.Adadelta(params, lr=lr, rho=cfg.adadelta_rho, eps=cfg.adadelta_eps, weight_decay=cfg.weight_decay)
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay)
+        return impl.Adam(params, lr=lr, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay)
     if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=cfg.weight_decay)
+        return impl.SGD(params, lr=lr, weight_decay=cfg.weight_decay)
     raise ValueError(f"unknown optimizer {cfg.optimizer!r}: adadelta, adam or sgd")
 
 

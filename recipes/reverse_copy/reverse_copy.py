@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from nmt.core.io import atomic_write
 from nmt.data.special import BOS, EOS, PAD
 from nmt.models.lm import build_lm
+from nmt.training.optimizers import Adam
 
 FIRST = 4  # ids 0-3 are PAD UNK BOS EOS
 
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(args.seed)
         rng = np.random.default_rng(args.seed)   # the same training batches for every model
         model = RecurrentEncoderDecoder(arch, vocab, args.dim, args.rounds)
-        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        opt = Adam(model.parameters(), lr=args.lr)
         curve, evals = [], []
         t0 = time.perf_counter()
         tokens = 0

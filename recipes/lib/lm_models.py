@@ -1,7 +1,7 @@
 """Train a recipe's neural LMs one after the other in the calling process: ``nmt-lm-train``'s ``cli_main`` per
-model, each with its own seed (the same checkpoints as one process per model). torch's start-up and its
-optimiser's (``torch._dynamo``, imported by every ``torch.optim`` optimiser) are then paid once per recipe
-stage, not once per model. Used by ``ptb_lm/train_models.py`` and ``sentence_completion/train_and_answer.py``."""
+model, each with its own seed (the same checkpoints as one process per model). torch's start-up is then paid
+once per recipe stage, not once per model (the optimisers, :mod:`nmt.training.optimizers`, import no
+``torch._dynamo``). Used by ``ptb_lm/train_models.py`` and ``sentence_completion/train_and_answer.py``."""
 from __future__ import annotations
 
 import argparse

@@ -1,6 +1,5 @@
 """Train the recipe's neural LMs one after the other, then evaluate them, all in one process: torch's start-up
-(2.6-3.4 s on a slow 2-core CPU) and its optimiser's (torch._dynamo, ~2 s) are paid once, not once per model
-and again per evaluation.
+(2.6-3.4 s on a slow 2-core CPU) is paid once, not once per model and again per evaluation.
 
     recipes/ptb_lm/train_models.py --config CFG --work DIR --models "NAME ..." [--suffix=-quick] [--threads N]
                                    [-- further nmt-lm-train flags]

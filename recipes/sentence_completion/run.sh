@@ -5,7 +5,7 @@
 # answering the 1,040 questions by the most probable sentence.
 #   recipes/sentence_completion/run.sh [--quick] [--novels N] [--epochs N] [--models "lstm-1x128 rm+tM-g-3x128"]
 #                                      [--threads N] [--work DIR]
-# --quick: 2 novels, 1 epoch on 1,000 sentences (a smoke test; the accuracy is then near chance, 20 %).
+# --quick: the archive's first 2 novels, 1 epoch on 1,000 sentences (a smoke test; the accuracy is then near chance, 20 %).
 # Data: $MT_DATA/msr-sentence-completion (default ../shared/data beside the repository).
 source "$(dirname "$0")/../lib/common.sh"
 quick=0
@@ -36,13 +36,14 @@ work=${work:-$root/work/sentence_completion${suffix/-/_}}
 section=prepare$suffix
 novels=${novels:-$(config_value "$cfg:$section" novels)}
 seed=$(config_value "$cfg:$section" seed)
+draw=$(config_value "$cfg:$section" draw)
 mkdir -p "$work"
 start=$(date +%s)
 
-echo "== Holmes subset: $novels novels (seed $seed)"
+echo "== Holmes subset: $novels novels ($([ "$draw" = first ] && echo "the archive's first" || echo "seed $seed"))"
 [ -f "$work/text/novels.txt" ] && [ "$(wc -l < "$work/text/novels.txt")" = "$novels" ] || \
   "$py" "$here/prepare_holmes.py" --archive "$msr/Holmes_Training_Data.tar.xz" --novels "$novels" --seed "$seed" \
-    --out-dir "$work/text"
+    --draw "$draw" --out-dir "$work/text"
 
 echo "== KenLM 5-gram"
 [ -f "$work/kenlm/holmes5.binary" ] || "$bin/smt-kenlm" train --text "$work/text/train.txt" \

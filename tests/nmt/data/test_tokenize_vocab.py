@@ -94,3 +94,21 @@ def test_sentencepiece_vocab(tmp_path: Path) -> None:
     loaded = load_vocab(copy)
     assert isinstance(loaded, SentencePieceVocab) and loaded.fingerprint() == sp.fingerprint()
     assert loaded.fingerprint() != Vocabulary.build([words], None).fingerprint()
+
+
+def test_sacremoses_is_imported_only_when_text_is_tokenized_or_detokenized() -> None:
+    """nmt-translate on tokenized input writing tokens needs no sacremoses (its import: 0.6-0.75 s)."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    code = ("import sys\n"
+            "import nmt.cli.translate\n"
+            "from nmt.data.tokenize import MosesTokenizer\n"
+            "tok = MosesTokenizer('fr')\n"
+            "before = 'sacremoses' in sys.modules\n"
+            "words = tok.tokenize(\"l'homme | dit\")\n"
+            "print(before, 'sacremoses' in sys.modules, words == ['l&apos;', 'homme', '&#124;', 'dit'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]

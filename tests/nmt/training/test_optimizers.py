@@ -100,6 +100,22 @@ def test_training_does_not_import_dynamo() -> None:
     assert out.stdout.split() == ["False"]
 
 
+def test_nmt_train_does_not_import_dynamo(tmp_path) -> None:
+    """A whole nmt-train run (the trainer, clipping, checkpoints) stays free of torch._dynamo: 2-3.5 s per process."""
+    from tests.toy_corpus import make_toy_data
+
+    data = make_toy_data(tmp_path / "data")
+    code = ("import sys\n"
+            "from nmt.cli.train import cli_main\n"
+            f"status = cli_main(['--data-dir', {str(data)!r}, '--out-dir', {str(tmp_path / 'm')!r}, '--preset', 'tiny',"
+            " '--max-updates', '2', '--progress', 'false', '--threads', '1'])\n"
+            "print(status, 'torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "False"]
+    assert (tmp_path / "m" / "checkpoint_last.pt").is_file()
+
+
 def test_build_optimizer_picks_the_implementation() -> None:
     from nmt.training.config import OptimConfig, build_optimizer
 

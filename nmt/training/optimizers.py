@@ -16,6 +16,7 @@ both ways between the two implementations.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,7 +26,7 @@ from torch import Tensor
 IMPLS = ("native", "torch")
 
 
-class Optimizer:
+class Optimizer(ABC):
     """One parameter group; ``param_groups[0]`` holds the hyper-parameters (``lr`` may be changed between
     steps, as the trainer's schedule does), ``state`` the per-parameter buffers."""
 
@@ -76,8 +77,9 @@ class Optimizer:
                     raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                 self._update(p, p.grad, group)
 
+    @abstractmethod
     def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """One parameter's update from its gradient, in place, under ``group``'s hyper-parameters."""
 
     # -- checkpoints: torch.optim's format ---------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -108,10 +110,9 @@ class Optimizer:
             if other:
                 raise ValueError(f"loaded optimizer state has settings {other} that {type(self).__name__} "
                                  f"does not implement (it is {self.torch_settings})")
-        by_index = {i: p for i, p in enumerate(params)}
         self.state = {}
         for key, st in saved["state"].items():
-            p = by_index[int(key)]
+            p = params[int(key)]
             missing = [name for name in ("step", *self.buffers) if name not in st]
             if missing:
                 raise ValueError(f"loaded optimizer state lacks {missing}: not a {type(self).__name__} state")

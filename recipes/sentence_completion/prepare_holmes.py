@@ -159,18 +159,15 @@ def main(argv: list[str] | None = None) -> int:
                 members, latin1 = _first_novels(tar, args.novels, Path(tmp))
             else:
                 members, latin1 = _drawn_novels(tar, args.novels, args.seed, Path(tmp))
-            counts = _split(len(members), Path(tmp), out) if members else (0, 0, 0)
-    except BaseException:
+            if not members:
+                raise SystemExit(f"{args.archive}: no .TXT files")
+            train, tokens, valid = _split(len(members), Path(tmp), out)
+    except BaseException:  # a refused or failed run leaves no out-dir it made
         if made_out and out.is_dir() and not any(out.iterdir()):
             out.rmdir()
         raise
-    if not members:
-        if made_out:
-            out.rmdir()
-        raise SystemExit(f"{args.archive}: no .TXT files")
     with atomic_write(out / "novels.txt") as fh:
         fh.write("".join(Path(m.name).name + "\n" for m in members))
-    train, tokens, valid = counts
     print(f"{len(members)} novels ({latin1} read as Latin-1): {train:,} training sentences ({tokens:,} tokens), "
           f"{valid:,} validation sentences -> {out}")
     return 0
